@@ -1,0 +1,30 @@
+# cqlcontrol — developer entry points. `make test` is what CI runs (through .ci/run).
+GO ?= go
+PKGS ?= ./...
+BENCHTIME ?= 1s
+
+.PHONY: test race vet lint bench demo sim image clean
+
+# The test command from the README: vet, then every test with the race detector.
+test: vet race
+
+vet:
+	$(GO) vet $(PKGS)
+
+race:
+	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/
+
+demo:
+	$(GO) run ./cmd/cqlcontrol demo
+
+sim:
+	$(GO) run ./cmd/cqlcontrol sim
+
+clean:
+	rm -rf bin
