@@ -1,0 +1,5 @@
+//go:build !race
+
+package hostevents
+
+const raceEnabled = false
