@@ -1,0 +1,330 @@
+package reconnect
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrClosed is returned by Wait after Close.
+var ErrClosed = errors.New("reconnect: handler closed")
+
+// errNoConn replaces a (nil, nil) result of an AttemptFunc, which would otherwise look connected.
+var errNoConn = errors.New("reconnect: attempt returned neither a connection nor an error")
+
+// Conn is what a successful attempt yields. Done is closed when the connection is lost; the
+// Handler watches it, and closes the connection once it is lost or replaced.
+type Conn interface {
+	Close() error
+	Done() <-chan struct{}
+}
+
+// AttemptFunc makes one connection attempt. ctx is canceled by Close; the function must return
+// soon after. Wrap permanent errors with NonRetryable.
+type AttemptFunc[C Conn] func(ctx context.Context, a Attempt) (C, error)
+
+// Handler keeps one connection up: it runs a Recovery on its own goroutine, makes the attempts it
+// decides on, watches the connection for loss and re-arms on evidence. Its methods are safe for
+// concurrent use.
+type Handler[C Conn] struct {
+	attempt AttemptFunc[C]
+	obs     Observer
+	rec     *Recovery // owned by the run goroutine (by Close if Start never ran)
+
+	ctx    context.Context // parent of every attempt's ctx; canceled by Close
+	cancel context.CancelFunc
+
+	wake    chan struct{}      // cap 1: a re-arm is waiting in slot
+	results chan attemptEnd[C] // cap 1: at most one attempt runs, so its sender never blocks
+	closing chan struct{}      // closed by Close
+	ack     chan struct{}      // closed by run once Close is handled (state Closed, conn closed)
+
+	// state mirrors the Recovery's state (written by run) so that ReArm can drop evidence
+	// without a lock while connected; closed is set by Close before anything else.
+	state  atomic.Int32
+	closed atomic.Bool
+
+	// slotMu guards slot: the one re-arm handed from ReArm callers to run. Later re-arms
+	// coalesce into it, so a flood costs run one wake-up.
+	slotMu sync.Mutex
+	slot   struct {
+		pending bool
+		reason  Reason
+		hint    string
+	}
+
+	lifeMu      sync.Mutex // guards started, closeCalled: Start and Close decide who runs
+	started     bool
+	closeCalled bool
+
+	// mu guards the fields below: written by run (or by Close if never started), read by Wait
+	// and Status.
+	mu       sync.Mutex
+	status   Status
+	conn     C
+	hasConn  bool
+	ready    chan struct{} // closed when a connection is available; replaced when it is lost
+	closeErr error
+}
+
+type attemptEnd[C Conn] struct {
+	conn C
+	err  error
+}
+
+// NewHandler validates cfg (zero fields mean their defaults) and returns an idle Handler. Nothing
+// runs until Start.
+func NewHandler[C Conn](cfg Config, attempt AttemptFunc[C]) (*Handler[C], error) {
+	if attempt == nil {
+		return nil, invalid("AttemptFunc must not be nil")
+	}
+	rec, err := NewRecovery(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Handler[C]{
+		attempt: attempt,
+		obs:     rec.obs,
+		rec:     rec,
+		ctx:     ctx,
+		cancel:  cancel,
+		wake:    make(chan struct{}, 1),
+		results: make(chan attemptEnd[C], 1),
+		closing: make(chan struct{}),
+		ack:     make(chan struct{}),
+		ready:   make(chan struct{}),
+	}, nil
+}
+
+// Start begins the first recovery; its first attempt is immediate. Start is idempotent and does
+// nothing after Close.
+func (h *Handler[C]) Start() {
+	h.lifeMu.Lock()
+	defer h.lifeMu.Unlock()
+	if h.started || h.closeCalled {
+		return
+	}
+	h.started = true
+	go h.run()
+}
+
+// ReArm reports evidence that the cluster is back, with the host to try first (or ""). It never
+// blocks: re-arms are coalesced and rate-limited (see Recovery), and each gets one verdict on the
+// Observer. While connected it is dropped at the cost of an atomic load.
+func (h *Handler[C]) ReArm(r Reason, hint string) {
+	if h.closed.Load() {
+		h.obs.ReArmSuppressed(r, SuppressClosed)
+		return
+	}
+	if State(h.state.Load()) == StateConnected {
+		h.obs.ReArmSuppressed(r, SuppressConnected)
+		return
+	}
+	h.slotMu.Lock()
+	if h.slot.pending {
+		if hint != "" {
+			h.slot.hint = hint // the latest evidence is the likeliest to still hold
+		}
+		h.slotMu.Unlock()
+		h.obs.ReArmSuppressed(r, SuppressCoalesced)
+		return
+	}
+	h.slot.pending, h.slot.reason, h.slot.hint = true, r, hint
+	h.slotMu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default: // run has a wake-up pending already; it will find the slot
+	}
+}
+
+// Wait returns the current connection, or waits for the next one until ctx is done. It returns
+// ErrClosed after Close. The connection may be lost by the time the caller uses it.
+func (h *Handler[C]) Wait(ctx context.Context) (C, error) {
+	var zero C
+	for {
+		select {
+		case <-h.closing:
+			return zero, ErrClosed
+		default:
+		}
+		h.mu.Lock()
+		if h.hasConn {
+			c := h.conn
+			h.mu.Unlock()
+			return c, nil
+		}
+		ready := h.ready
+		h.mu.Unlock()
+		select {
+		case <-ready:
+		case <-h.closing:
+			return zero, ErrClosed
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	}
+}
+
+// Status is a snapshot of the Handler.
+func (h *Handler[C]) Status() Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.status
+}
+
+// Close stops the Handler from any state without waiting for a running attempt: it cancels the
+// attempt's ctx, cuts a wait short, closes the current connection and returns its Close error.
+// A connection that an attempt yields after Close is closed too (Outcome "discarded").
+func (h *Handler[C]) Close() error {
+	h.closed.Store(true)
+	h.lifeMu.Lock()
+	if h.closeCalled {
+		h.lifeMu.Unlock()
+		<-h.ack
+		return nil
+	}
+	h.closeCalled = true
+	started := h.started
+	h.lifeMu.Unlock()
+
+	h.cancel()
+	close(h.closing)
+	if !started { // no run goroutine: the Recovery is ours
+		h.rec.Close(time.Now())
+		h.publish(StateClosed)
+		close(h.ack)
+		return nil
+	}
+	<-h.ack // prompt: run never blocks on anything but its select
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closeErr
+}
+
+// run owns the Recovery, the current connection and the running attempt.
+func (h *Handler[C]) run() {
+	r := h.rec
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+
+	var lost <-chan struct{} // the current connection's Done; nil while not connected
+	inFlight := false
+	r.Begin(time.Now())
+	for {
+		select {
+		case <-h.closing:
+			h.shutdown(inFlight)
+			return
+		case <-h.wake: // take evidence in before a due attempt starts, so it carries the hint
+			h.takeReArm(time.Now())
+		default:
+		}
+		now := time.Now()
+		if a, ok := r.StartAttempt(now); ok {
+			inFlight = true
+			go h.runAttempt(a)
+		}
+		h.publish(r.State())
+
+		var due <-chan time.Time
+		if at := r.NextAt(); !at.IsZero() {
+			timer.Reset(at.Sub(now))
+			due = timer.C
+		}
+		select {
+		case <-h.closing:
+			h.shutdown(inFlight)
+			return
+		case <-h.wake:
+			h.takeReArm(time.Now())
+		case <-due:
+		case res := <-h.results:
+			inFlight = false
+			if res.err == nil && isNil(res.conn) {
+				res.err = errNoConn
+			}
+			if r.Finish(time.Now(), res.err) == OutcomeSuccess {
+				lost = res.conn.Done()
+				h.mu.Lock()
+				h.conn, h.hasConn = res.conn, true
+				close(h.ready)
+				h.mu.Unlock()
+			}
+		case <-lost:
+			lost = nil
+			r.Lost(time.Now())
+			h.mu.Lock()
+			c := h.conn
+			var zero C
+			h.conn, h.hasConn, h.ready = zero, false, make(chan struct{})
+			h.mu.Unlock()
+			_ = c.Close() // lost already; closing releases what is left of it
+		}
+		timer.Stop()
+	}
+}
+
+func (h *Handler[C]) runAttempt(a Attempt) {
+	c, err := h.attempt(h.ctx, a)
+	h.results <- attemptEnd[C]{conn: c, err: err}
+}
+
+func (h *Handler[C]) takeReArm(now time.Time) {
+	h.slotMu.Lock()
+	s := h.slot
+	h.slot.pending, h.slot.hint = false, ""
+	h.slotMu.Unlock()
+	if s.pending {
+		h.rec.ReArm(now, s.reason, s.hint)
+	}
+}
+
+// shutdown handles Close on the run goroutine. With an attempt still running it acknowledges
+// Close first and then lingers only to close what the attempt yields.
+func (h *Handler[C]) shutdown(inFlight bool) {
+	h.rec.Close(time.Now())
+	h.mu.Lock()
+	if h.hasConn {
+		h.closeErr = h.conn.Close()
+		var zero C
+		h.conn, h.hasConn = zero, false
+	}
+	h.mu.Unlock()
+	h.publish(StateClosed)
+	close(h.ack)
+	if inFlight {
+		res := <-h.results
+		if res.err == nil && isNil(res.conn) {
+			res.err = errNoConn
+		}
+		if h.rec.Finish(time.Now(), res.err) == OutcomeDiscarded {
+			_ = res.conn.Close()
+		}
+	}
+}
+
+// isNil reports whether c is a nil interface or a nil pointer (or other nil-able kind) in one.
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(c); v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// publish copies the Recovery's status for Status and ReArm's fast path.
+func (h *Handler[C]) publish(s State) {
+	h.state.Store(int32(s))
+	st := h.rec.Status()
+	h.mu.Lock()
+	h.status = st
+	h.mu.Unlock()
+}
