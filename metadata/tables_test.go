@@ -1,0 +1,81 @@
+package metadata
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadTablesSkipsInvalidAndDuplicatePeers(t *testing.T) {
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	noRack := peerRow(4, "400")
+	delete(noRack, "rack")
+	noRPC := peerRow(5, "500")
+	delete(noRPC, "rpc_address")
+	ghost := peerRow(6, "600")
+	ghost["host_id"] = uuidN(1) // claims the local node's ID
+
+	tables := Tables{
+		Local:   rowsResult(t, "local", localCols, []map[string]any{localRow(1, "100")}, v4),
+		Peers:   rowsResult(t, "peers", peersCols, []map[string]any{peerRow(2, "200"), noRack, peerRow(3, "300"), noRPC, ghost}, v4),
+		Port:    9042,
+		Version: v4,
+		At:      at,
+	}
+	cfg, skipped, err := ReadTables(tables)
+	require.NoError(t, err)
+
+	assert.Equal(t, "Test Cluster", cfg.ClusterName)
+	assert.Equal(t, "org.apache.cassandra.dht.Murmur3Partitioner", cfg.Partitioner)
+	assert.Equal(t, at, cfg.TakenAt)
+	require.Len(t, cfg.Hosts, 3)
+	assert.Equal(t, []string{uuidN(1), uuidN(2), uuidN(3)}, []string{cfg.Hosts[0].HostID(), cfg.Hosts[1].HostID(), cfg.Hosts[2].HostID()})
+	assert.True(t, cfg.Hosts[0].Local())
+
+	require.Len(t, skipped, 3)
+	assert.Equal(t, 1, skipped[0].Row)
+	assert.Equal(t, net.IP{127, 0, 0, 4}, skipped[0].Peer)
+	assert.ErrorIs(t, skipped[0].Err, ErrInvalidPeer)
+	assert.ErrorContains(t, skipped[0].Err, "rack is empty")
+	assert.Equal(t, 3, skipped[1].Row)
+	assert.ErrorContains(t, skipped[1].Err, "rpc_address is null")
+	assert.Equal(t, 4, skipped[2].Row)
+	assert.ErrorIs(t, skipped[2].Err, ErrDuplicateHost)
+
+	s, err := NewSnapshot(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, 3, s.Len())
+	assert.Equal(t, 3, s.Ring().Len())
+}
+
+func TestReadTablesPeersV2(t *testing.T) {
+	cfg, skipped, err := ReadTables(Tables{
+		Local:   rowsResult(t, "local", localCols, []map[string]any{localRow(1, "100")}, v4),
+		Peers:   rowsResult(t, "peers_v2", peersV2Cols, []map[string]any{peerV2Row(2, 19042, "200")}, v4),
+		PeersV2: true, Port: 9042, Version: v4,
+	})
+	require.NoError(t, err)
+	assert.Empty(t, skipped)
+	require.Len(t, cfg.Hosts, 2)
+	assert.Equal(t, "127.0.0.2:19042", cfg.Hosts[1].Addr())
+}
+
+func TestReadTablesFailsWholeRefresh(t *testing.T) {
+	local := rowsResult(t, "local", localCols, []map[string]any{localRow(1, "100")}, v4)
+	peers := rowsResult(t, "peers", peersCols, []map[string]any{peerRow(2, "200")}, v4)
+
+	_, _, err := ReadTables(Tables{Local: rowsResult(t, "local", localCols, nil, v4), Peers: peers, Port: 9042, Version: v4})
+	assert.ErrorContains(t, err, "system.local returned 0 rows")
+
+	// Reading system.peers_v2 rows with the system.peers rules: no rpc_address column.
+	v2 := rowsResult(t, "peers_v2", peersV2Cols, []map[string]any{peerV2Row(2, 9042, "200")}, v4)
+	_, _, err = ReadTables(Tables{Local: local, Peers: v2, Port: 9042, Version: v4})
+	require.ErrorIs(t, err, ErrMissingColumn)
+	assert.ErrorContains(t, err, `system.peers row 0: metadata: column "rpc_address": missing column`)
+
+	_, _, err = ReadTables(Tables{Local: local, Peers: nil, Port: 9042, Version: v4})
+	assert.ErrorContains(t, err, "system.peers: metadata: nil rows result")
+}
