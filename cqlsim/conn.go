@@ -1,0 +1,419 @@
+package cqlsim
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/datastax/go-cassandra-native-protocol/compression/snappy"
+	"github.com/datastax/go-cassandra-native-protocol/frame"
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/datastax/go-cassandra-native-protocol/segment"
+)
+
+// errRejected ends the reader after a protocol error that closes the connection.
+var errRejected = errors.New("cqlsim: request rejected, closing")
+
+const (
+	outQueueLen  = 256
+	maxFrameBody = 256 << 20 // the native protocol's default max frame size
+)
+
+// outFrame is one frame for the writer goroutine.
+type outFrame struct {
+	f            *frame.Frame
+	compress     bool // compress the body (v3/v4 snappy)
+	switchModern bool // v5: later frames go in segments (after READY or AUTHENTICATE)
+	closeAfter   bool // close the connection (FIN) once written
+}
+
+// serverConn is one client connection to a node. Its reader goroutine reads requests, answers them in
+// order and owns the session state; its writer goroutine owns the socket's write side; gossip pushes events
+// through the same queue without blocking.
+type serverConn struct {
+	node   *Node
+	nc     *net.TCPConn
+	remote string
+	out    chan outFrame // reader and pushers -> writer
+	done   chan struct{} // closed by shutdown
+
+	mu          sync.Mutex
+	version     primitive.ProtocolVersion    // set by the reader at the first frame; guarded by mu
+	events      map[primitive.EventType]bool // REGISTERed event types; guarded by mu
+	closeReason string                       // first shutdown reason; guarded by mu
+	closed      bool                         // guarded by mu
+	compressing atomic.Bool                  // snappy negotiated and READY sent
+	writerDone  chan struct{}                // closed when the writer goroutine returns
+	flapTimer   *time.Timer                  // set at accept; stopped when the reader ends
+
+	// Owned by the reader goroutine.
+	br          *bufio.Reader
+	codec       frame.RawCodec
+	segments    segment.Codec
+	modernIn    bool
+	pending     []byte // partial frame spread over v5 segments
+	started     bool   // STARTUP answered (READY or AUTH_SUCCESS)
+	authPending bool   // AUTHENTICATE sent, waiting for AUTH_RESPONSE
+	keyspace    string // USE
+
+	// Owned by the writer goroutine.
+	wcodec    frame.RawCodec
+	modernOut bool
+}
+
+func newServerConn(n *Node, nc *net.TCPConn) *serverConn {
+	return &serverConn{
+		node:       n,
+		nc:         nc,
+		remote:     nc.RemoteAddr().String(),
+		out:        make(chan outFrame, outQueueLen),
+		done:       make(chan struct{}),
+		events:     map[primitive.EventType]bool{},
+		writerDone: make(chan struct{}),
+		br:         bufio.NewReaderSize(nc, 64<<10),
+		codec:      frame.NewRawCodecWithCompression(snappy.Compressor{}),
+		segments:   segment.NewCodec(),
+		wcodec:     frame.NewRawCodecWithCompression(snappy.Compressor{}),
+	}
+}
+
+// shutdown closes the connection once; rst resets it (SO_LINGER 0) instead of a FIN.
+func (c *serverConn) shutdown(reason string, rst bool) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	c.closeReason = reason
+	c.mu.Unlock()
+	close(c.done)
+	if rst {
+		_ = c.nc.SetLinger(0)
+	}
+	_ = c.nc.Close()
+}
+
+func (c *serverConn) reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeReason
+}
+
+// serve runs the connection until it closes; it is the reader goroutine.
+func (c *serverConn) serve() {
+	go c.writeLoop()
+	err := c.readLoop()
+	switch {
+	case errors.Is(err, errRejected):
+		// The writer sends the error and closes, unless the connection is already closed.
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.shutdown(CloseIdle, false)
+	default:
+		c.shutdown(CloseClient, false)
+	}
+	<-c.writerDone
+	if c.flapTimer != nil {
+		c.flapTimer.Stop()
+	}
+	c.node.connClosed(c, c.reason())
+}
+
+func (c *serverConn) readLoop() error {
+	for {
+		if err := c.awaitData(); err != nil {
+			return err
+		}
+		var frames []*frame.RawFrame
+		var err error
+		if c.modernIn {
+			frames, err = c.readSegment()
+		} else {
+			var f *frame.RawFrame
+			f, err = c.readLegacyFrame()
+			if f != nil {
+				frames = append(frames, f)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		for _, raw := range frames {
+			if !c.waitGate() {
+				return nil
+			}
+			if !c.serveFrame(raw) {
+				return nil
+			}
+		}
+	}
+}
+
+// awaitData blocks until the next request starts, applying the node's idle timeout. A blackholed node
+// never times out a connection: a host whose packets are dropped sends no FIN.
+func (c *serverConn) awaitData() error {
+	for {
+		idle := c.node.idleTimeout()
+		if idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Now().Add(idle))
+		}
+		_, err := c.br.Peek(1)
+		if idle > 0 {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && c.node.blackholed() {
+			continue
+		}
+		return err
+	}
+}
+
+// readLegacyFrame reads one v3-v5 frame outside segments. The first frame fixes the connection's version;
+// an unsupported version is answered with the protocol error real Cassandra sends, then the connection closes.
+func (c *serverConn) readLegacyFrame() (*frame.RawFrame, error) {
+	first, err := c.br.Peek(1)
+	if err != nil {
+		return nil, err
+	}
+	v := int(first[0] & 0x7f)
+	established := c.connVersion()
+	switch {
+	case established == 0 && (v < 3 || v > c.node.c.rel.maxProtocol()):
+		c.rejectVersion(v)
+		return nil, errRejected
+	}
+	raw, err := c.codec.DecodeRawFrame(c.br)
+	if err != nil {
+		var verr *frame.ProtocolVersionErr
+		if errors.As(err, &verr) || !isIOError(err) {
+			c.rejectFrame(err.Error())
+			return nil, errRejected
+		}
+		return nil, err
+	}
+	if established != 0 && raw.Header.Version != established {
+		c.rejectFrame(fmt.Sprintf("Invalid message version. Got %d but previous messages on this connection had version %d", v, established))
+		return nil, errRejected
+	}
+	if established == 0 {
+		c.setVersion(raw.Header.Version)
+	}
+	return raw, nil
+}
+
+// readSegment reads one v5 segment and returns the frames it completes.
+func (c *serverConn) readSegment() ([]*frame.RawFrame, error) {
+	seg, err := c.segments.DecodeSegment(c.br)
+	if err != nil {
+		if !isIOError(err) {
+			c.rejectFrame(err.Error())
+			return nil, errRejected
+		}
+		return nil, err
+	}
+	data := seg.Payload.UncompressedData
+	if !seg.Header.IsSelfContained {
+		c.pending = append(c.pending, data...)
+		if len(c.pending) < 9 {
+			return nil, nil
+		}
+		need := 9 + int(binary.BigEndian.Uint32(c.pending[5:9]))
+		if len(c.pending) < need {
+			return nil, nil
+		}
+		data, c.pending = c.pending, nil
+	}
+	var frames []*frame.RawFrame
+	r := bytes.NewReader(data)
+	for r.Len() > 0 {
+		raw, err := c.codec.DecodeRawFrame(r)
+		if err != nil {
+			c.rejectFrame(err.Error())
+			return nil, errRejected
+		}
+		frames = append(frames, raw)
+	}
+	return frames, nil
+}
+
+func isIOError(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, new(*net.OpError))
+}
+
+// rejectVersion answers a frame of an unsupported protocol version and closes the connection. The error is
+// written in the highest supported version when the client's is higher (as Cassandra does), or in the
+// client's own layout when it is lower, so the client can read it.
+func (c *serverConn) rejectVersion(v int) {
+	maxV := c.node.c.rel.maxProtocol()
+	msg := fmt.Sprintf("Invalid or unsupported protocol version (%d); the lowest supported version is 3 and the greatest is %d", v, maxV)
+	headLen := 9
+	if v < 3 {
+		headLen = 8 // v1/v2 headers have a one-byte stream id
+	}
+	head, _ := c.br.Peek(headLen)
+	var stream int16
+	var bodyLen uint32
+	replyVersion := byte(v)
+	switch {
+	case v < 3 && len(head) == 8:
+		stream = int16(int8(head[2]))
+		bodyLen = binary.BigEndian.Uint32(head[4:8])
+		_, _ = c.br.Discard(8)
+	case len(head) == 9:
+		stream = int16(binary.BigEndian.Uint16(head[2:4]))
+		bodyLen = binary.BigEndian.Uint32(head[5:9])
+		_, _ = c.br.Discard(9)
+	}
+	if v > maxV {
+		replyVersion = byte(maxV)
+	}
+	if bodyLen <= maxFrameBody {
+		_, _ = c.br.Discard(int(bodyLen)) // read it all so closing sends a FIN, not a RST
+	}
+	body := binary.BigEndian.AppendUint32(nil, uint32(primitive.ErrorCodeProtocolError))
+	body = binary.BigEndian.AppendUint16(body, uint16(len(msg)))
+	body = append(body, msg...)
+	var out []byte
+	if replyVersion < 3 {
+		out = []byte{replyVersion | 0x80, 0, byte(stream), byte(primitive.OpCodeError)}
+	} else {
+		out = []byte{replyVersion | 0x80, 0}
+		out = binary.BigEndian.AppendUint16(out, uint16(stream))
+		out = append(out, byte(primitive.OpCodeError))
+	}
+	out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
+	out = append(out, body...)
+	c.node.c.cfg.Logf("cqlsim: node %d: %s: %s", c.node.index, c.remote, msg)
+	_, _ = c.nc.Write(out)
+	c.shutdown(CloseProtocol, false)
+}
+
+// rejectFrame answers an unreadable frame with a protocol error on stream 0 and closes the connection.
+func (c *serverConn) rejectFrame(msg string) {
+	v := c.connVersion()
+	if v == 0 {
+		v = primitive.ProtocolVersion(c.node.c.rel.maxProtocol())
+	}
+	c.enqueue(outFrame{f: frame.NewFrame(v, 0, &message.ProtocolError{ErrorMessage: msg}), closeAfter: true})
+}
+
+func (c *serverConn) connVersion() primitive.ProtocolVersion {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.version
+}
+
+func (c *serverConn) setVersion(v primitive.ProtocolVersion) {
+	c.mu.Lock()
+	c.version = v
+	c.mu.Unlock()
+}
+
+// waitGate blocks while the node is blackholed; false if the connection closed meanwhile.
+func (c *serverConn) waitGate() bool {
+	select {
+	case <-c.node.gate():
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// enqueue hands a frame to the writer, waiting for room; false if the connection closed.
+func (c *serverConn) enqueue(o outFrame) bool {
+	select {
+	case c.out <- o:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// push sends a server-initiated EVENT if the client registered for its type. It never blocks: a client
+// that does not read loses events, as it would with a real node's bounded queue.
+func (c *serverConn) push(typ primitive.EventType, ev message.Event) {
+	c.mu.Lock()
+	v, registered := c.version, c.events[typ]
+	c.mu.Unlock()
+	if !registered {
+		return
+	}
+	f := frame.NewFrame(v, -1, ev)
+	select {
+	case c.out <- outFrame{f: f, compress: c.compressing.Load()}:
+	default:
+		c.node.c.cfg.Logf("cqlsim: node %d: %s: event queue full, dropped %v", c.node.index, c.remote, ev)
+	}
+}
+
+func (c *serverConn) writeLoop() {
+	defer close(c.writerDone)
+	var buf bytes.Buffer
+	for {
+		select {
+		case o := <-c.out:
+			select {
+			case <-c.node.gate():
+			case <-c.done:
+				return
+			}
+			buf.Reset()
+			if err := c.encode(&buf, o); err != nil {
+				c.node.c.cfg.Logf("cqlsim: node %d: %s: encode %v: %v", c.node.index, c.remote, o.f, err)
+				c.shutdown(CloseProtocol, false)
+				return
+			}
+			if _, err := c.nc.Write(buf.Bytes()); err != nil {
+				c.shutdown(CloseClient, false)
+				return
+			}
+			if o.switchModern {
+				c.modernOut = true
+			}
+			if o.closeAfter {
+				c.shutdown(CloseProtocol, false)
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// encode writes o as a frame, or as v5 segments once the connection switched to them.
+func (c *serverConn) encode(w *bytes.Buffer, o outFrame) error {
+	if o.compress && !c.modernOut {
+		o.f.Header.Flags = o.f.Header.Flags.Add(primitive.HeaderFlagCompressed)
+	}
+	if !c.modernOut {
+		return c.wcodec.EncodeFrame(o.f, w)
+	}
+	var encoded bytes.Buffer
+	if err := c.wcodec.EncodeFrame(o.f, &encoded); err != nil {
+		return err
+	}
+	data := encoded.Bytes()
+	selfContained := len(data) <= segment.MaxPayloadLength
+	for len(data) > 0 {
+		n := min(len(data), segment.MaxPayloadLength)
+		seg := &segment.Segment{
+			Header:  &segment.Header{IsSelfContained: selfContained},
+			Payload: &segment.Payload{UncompressedData: data[:n]},
+		}
+		if err := c.segments.EncodeSegment(seg, w); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
