@@ -1,0 +1,96 @@
+package controlconn
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
+)
+
+// attempt is the reconnect.AttemptFunc: plan, staggered dials, first metadata read.
+// It runs on the handler's attempt goroutine.
+func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt) (*link, error) {
+	hosts := *cc.planHosts.Load()
+	if prev := cc.lastWon.Load(); prev != nil && prev.Err() != nil {
+		// Its loss is why we are here (run may not have seen it yet): dial it after the others.
+		cc.planner.Suspect(prev.ep.Addr, time.Now())
+	}
+	plan := cc.planner.Plan(time.Now(), PlanInput{
+		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed,
+	})
+	head := append([]Endpoint(nil), plan.Endpoints...)
+	tail := func(ctx context.Context) []Endpoint {
+		rctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
+		defer cancel()
+		contacts, err := ResolveContactPoints(rctx, cc.cfg.ContactPoints, cc.cfg.Port, cc.resolver)
+		if err != nil {
+			cc.log.Warn("contact point lookup failed", "err", err)
+		}
+		return cc.planner.Admit(time.Now(), plan, contacts, hosts)
+	}
+	cc.log.Debug("attempt", "recovery", a.Recovery, "n", a.N, "rearmed", a.ReArmed, "reason", a.Reason, "hint", a.Hint, "plan", len(head))
+	l, err := staggerDial(ctx, head, tail, cc.cad.StaggerDelay, cc.dialHost, cc.dialDone)
+	if err != nil {
+		if Classify(err).Permanent() {
+			cc.log.Error("control connection attempt failed permanently", "class", Classify(err), "err", err)
+			return nil, reconnect.NonRetryable(err)
+		}
+		return nil, err
+	}
+	cc.lastWon.Store(l)
+	return l, nil
+}
+
+// dialHost dials one host and reads its metadata: a host that connects but cannot serve the
+// system tables loses the race like one that does not answer.
+func (cc *ControlConnection) dialHost(ctx context.Context, ep Endpoint) (*link, error) {
+	cc.obs.DialStarted(ep)
+	c, err := Dial(ctx, ep, cc.connCfg)
+	if err != nil {
+		return nil, err
+	}
+	l := &link{Conn: c, ep: ep}
+	rctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
+	defer cancel()
+	readStart := time.Now()
+	l.tables, l.skipped, err = readTables(rctx, c, cc.cfg.Port, &l.peers)
+	l.readTook = time.Since(readStart)
+	if err == nil {
+		_, err = metadata.NewSnapshot(l.tables) // validate now: a bad read must not count as connected
+	}
+	if err != nil {
+		_ = c.Close()
+		cls := Classify(err)
+		if cls.Permanent() {
+			cls = ClassRetryable // bad metadata on one node is not a configuration error
+		}
+		return nil, &ConnError{Class: cls, Addr: ep.Addr, Op: "metadata", Err: err}
+	}
+	for _, h := range l.tables.Hosts {
+		if h.Local() {
+			l.ep.HostID, l.ep.DC = h.HostID(), h.DataCenter()
+		}
+	}
+	return l, nil
+}
+
+// dialDone records a finished dial (attempt goroutine).
+func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration) {
+	cc.obs.DialFinished(ep, err, took)
+	switch {
+	case err == nil:
+		cc.planner.DialSucceeded(ep.Addr)
+	case errors.Is(err, ErrLostRace), errors.Is(err, context.Canceled):
+	default:
+		cc.planner.DialFailed(ep.Addr, time.Now())
+		cc.log.Debug("dial failed", "addr", ep.Addr, "class", Classify(err), "err", err, "took", took)
+	}
+}
+
+// Both satisfy reconnect.Conn: a bare Conn for users of Dial, a link for the handler.
+var (
+	_ reconnect.Conn = (*Conn)(nil)
+	_ reconnect.Conn = (*link)(nil)
+)

@@ -1,0 +1,647 @@
+package controlconn
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/datastax/go-cassandra-native-protocol/frame"
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/gocql/gocql"
+)
+
+// Endpoint is one dialable address of a node.
+type Endpoint struct {
+	Addr     string // "ip:port"
+	HostID   string // node host ID; "" for a contact point not yet identified
+	Hostname string // DNS name the address was resolved from (TLS server name); "" for an IP
+	DC       string // data center, "" when unknown
+}
+
+func (e Endpoint) String() string {
+	if e.HostID != "" {
+		return e.Addr + "/" + e.HostID
+	}
+	return e.Addr
+}
+
+// ConnConfig is how Dial reaches a node and sets the connection up. The zero value dials
+// plain TCP with a 5 s connect timeout, negotiates the protocol (v4, then v3), does not
+// authenticate, registers for all three event types and heartbeats every 30 s.
+type ConnConfig struct {
+	// ProtoVersion pins the native protocol version (3 or 4); 0 negotiates: v4 first, then the
+	// greatest version the server names in its error, else v3.
+	ProtoVersion int
+	// CQLVersion is sent in STARTUP; default "3.0.0".
+	CQLVersion string
+	// Authenticator answers the server's AUTHENTICATE (gocql.PasswordAuthenticator or any other).
+	Authenticator gocql.Authenticator
+	// AuthProvider, when set, makes the Authenticator per host, as gocql's AuthProvider does.
+	AuthProvider func(h *gocql.HostInfo) (gocql.Authenticator, error)
+	// HostDialer, when set, dials and wraps TLS itself (as in gocql); Dialer and TLS are then unused.
+	HostDialer gocql.HostDialer
+	// Dialer dials TCP when HostDialer is nil; default net.Dialer with KeepAlive.
+	Dialer gocql.Dialer
+	// TLS, when non-nil, wraps the dialled connection (server name from the address, as gocql does).
+	TLS *tls.Config
+	// ConnectTimeout bounds TCP connect, TLS and the whole handshake of one try; default 5 s.
+	ConnectTimeout time.Duration
+	// Keepalive is the TCP keepalive period of the default dialer; default 15 s, negative disables.
+	Keepalive time.Duration
+	// HeartbeatInterval is the time between OPTIONS heartbeats; default 30 s, negative disables.
+	HeartbeatInterval time.Duration
+	// HeartbeatTimeout bounds one heartbeat; default 5 s. A silent connection is declared lost
+	// at most HeartbeatInterval + HeartbeatTimeout after it went silent.
+	HeartbeatTimeout time.Duration
+	// WriteTimeout bounds one frame write when the request context has no deadline; default 10 s.
+	WriteTimeout time.Duration
+	// Events lists the event types to REGISTER for; nil registers TOPOLOGY_CHANGE,
+	// STATUS_CHANGE and SCHEMA_CHANGE, an empty non-nil slice registers nothing.
+	Events []primitive.EventType
+	// OnHeartbeat, when set, is called after each heartbeat from the heartbeat goroutine; it must not block.
+	OnHeartbeat func(ep Endpoint, rtt time.Duration, err error)
+	// Logger receives debug logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Defaults of ConnConfig (and of the matching Cadence fields).
+const (
+	DefaultConnectTimeout    = 5 * time.Second
+	DefaultHeartbeatInterval = 30 * time.Second
+	DefaultHeartbeatTimeout  = 5 * time.Second
+	DefaultKeepalive         = 15 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	defaultCQLVersion        = "3.0.0"
+	driverName               = "cqlcontrol"
+	maxStreams               = 1024 // a control connection needs a handful; bounds abandoned streams
+	eventBuffer              = 1024
+)
+
+// AllEvents is the default REGISTER list.
+var AllEvents = []primitive.EventType{
+	primitive.EventTypeTopologyChange, primitive.EventTypeStatusChange, primitive.EventTypeSchemaChange,
+}
+
+func (c ConnConfig) withDefaults() ConnConfig {
+	if c.CQLVersion == "" {
+		c.CQLVersion = defaultCQLVersion
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.Keepalive == 0 {
+		c.Keepalive = DefaultKeepalive
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.Events == nil {
+		c.Events = AllEvents
+	}
+	if c.Logger == nil {
+		c.Logger = discardLogger
+	}
+	return c
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// Conn is one native-protocol connection to one node, handshake done and events registered.
+// Requests are multiplexed over stream IDs; one reader goroutine dispatches responses and
+// pushes server events to Events; one heartbeat goroutine detects a silent peer. It satisfies
+// reconnect.Conn.
+type Conn struct {
+	nc       net.Conn
+	ep       Endpoint
+	version  primitive.ProtocolVersion
+	codec    frame.RawCodec
+	cfg      ConnConfig
+	log      *slog.Logger
+	events   chan message.Event // written by the reader goroutine only
+	overflow chan struct{}      // cap 1; signalled when an event had to be dropped
+	done     chan struct{}      // closed once by shutdown
+	wg       sync.WaitGroup     // reader + heartbeat goroutines
+
+	writeMu sync.Mutex // serialises frame writes (request goroutines and heartbeat)
+
+	mu      sync.Mutex         // guards the fields below
+	streams map[int16]chan any // in-flight stream ID -> cap-1 reply channel (*frame.Frame or error)
+	free    []int16            // unused stream IDs
+	err     error              // why the connection ended; set once, before done is closed
+}
+
+// Dial connects to ep, negotiates the protocol, authenticates and REGISTERs for events.
+// Errors are *ConnError with a class (see Classify).
+func Dial(ctx context.Context, ep Endpoint, cfg ConnConfig) (*Conn, error) {
+	cfg = cfg.withDefaults()
+	versions := []primitive.ProtocolVersion{primitive.ProtocolVersion4, primitive.ProtocolVersion3}
+	if cfg.ProtoVersion != 0 {
+		versions = []primitive.ProtocolVersion{primitive.ProtocolVersion(cfg.ProtoVersion)}
+	}
+	for {
+		v := versions[0]
+		c, err := dialVersion(ctx, ep, cfg, v)
+		if err == nil {
+			return c, nil
+		}
+		var ve *versionError
+		if !errors.As(err, &ve) {
+			return nil, err
+		}
+		if cfg.ProtoVersion == 0 {
+			versions = nextVersions(versions, ve.greatest)
+		} else {
+			versions = nil // pinned, as gocql does: no fallback
+		}
+		if len(versions) == 0 {
+			return nil, &ConnError{Class: ClassProtocol, Addr: ep.Addr, Op: "handshake",
+				Err: fmt.Errorf("no common protocol version: %w", ve.err)}
+		}
+		cfg.Logger.Debug("protocol version rejected, retrying lower", "addr", ep.Addr, "tried", int(v), "next", int(versions[0]))
+	}
+}
+
+// nextVersions drops the version just rejected; when the server named its greatest version
+// and it is one we speak, that one comes next.
+func nextVersions(versions []primitive.ProtocolVersion, greatest int) []primitive.ProtocolVersion {
+	rest := versions[1:]
+	if greatest >= 3 && greatest < int(versions[0]) {
+		return []primitive.ProtocolVersion{primitive.ProtocolVersion(greatest)}
+	}
+	return rest
+}
+
+// versionError is a rejection of the protocol version we offered.
+type versionError struct {
+	greatest int // greatest version the server supports, 0 if it did not say
+	err      error
+}
+
+func (e *versionError) Error() string { return e.err.Error() }
+func (e *versionError) Unwrap() error { return e.err }
+
+var protocolSupportRe = regexp.MustCompile(`the lowest supported version is (\d+) and the greatest is (\d+)`)
+
+// parseGreatestVersion reads the version range servers put in their protocol error text.
+func parseGreatestVersion(msg string) int {
+	m := protocolSupportRe.FindStringSubmatch(msg)
+	if m == nil {
+		return 0
+	}
+	v, err := strconv.Atoi(m[2])
+	if err != nil {
+		return 0
+	}
+	return v
+}
+
+func dialVersion(ctx context.Context, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersion) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	nc, err := dialTransport(ctx, ep, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := newConn(nc, ep, cfg, v)
+	if err := c.handshake(ctx); err != nil {
+		c.shutdown(err)
+		c.wg.Wait()
+		return nil, err
+	}
+	if cfg.HeartbeatInterval > 0 {
+		c.wg.Add(1)
+		go c.heartbeat()
+	}
+	return c, nil
+}
+
+// dialTransport opens the byte stream: HostDialer if set, else Dialer (+TLS).
+func dialTransport(ctx context.Context, ep Endpoint, cfg ConnConfig) (net.Conn, error) {
+	if cfg.HostDialer != nil {
+		host, err := hostInfo(ep)
+		if err != nil {
+			return nil, &ConnError{Class: ClassRetryable, Addr: ep.Addr, Op: "dial", Err: err}
+		}
+		dh, err := cfg.HostDialer.DialHost(ctx, host)
+		if err != nil {
+			return nil, &ConnError{Class: transportClass(err), Addr: ep.Addr, Op: "dial", Err: err}
+		}
+		return dh.Conn, nil
+	}
+	d := cfg.Dialer
+	if d == nil {
+		d = &net.Dialer{KeepAlive: cfg.Keepalive}
+	}
+	nc, err := d.DialContext(ctx, "tcp", ep.Addr)
+	if err != nil {
+		return nil, &ConnError{Class: transportClass(err), Addr: ep.Addr, Op: "dial", Err: err}
+	}
+	if cfg.TLS == nil {
+		return nc, nil
+	}
+	// gocql.WrapTLS derives the server name exactly as gocql does for its own connections.
+	name := ep.Addr
+	if ep.Hostname != "" {
+		_, port, _ := net.SplitHostPort(ep.Addr)
+		name = net.JoinHostPort(ep.Hostname, port)
+	}
+	dh, err := gocql.WrapTLS(ctx, nc, name, cfg.TLS)
+	if err != nil {
+		cls := ClassTLS
+		if isTimeout(err) || ctx.Err() != nil {
+			cls = ClassRetryable // a peer that does not answer the handshake is down, not misconfigured
+		}
+		return nil, &ConnError{Class: cls, Addr: ep.Addr, Op: "tls", Err: err}
+	}
+	return dh.Conn, nil
+}
+
+func transportClass(err error) ErrorClass {
+	if isTLSError(err) {
+		return ClassTLS
+	}
+	return ClassRetryable
+}
+
+func newConn(nc net.Conn, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersion) *Conn {
+	c := &Conn{
+		nc:       nc,
+		ep:       ep,
+		version:  v,
+		codec:    frame.NewRawCodec(),
+		cfg:      cfg,
+		log:      cfg.Logger.With("addr", ep.Addr),
+		events:   make(chan message.Event, eventBuffer),
+		overflow: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		streams:  make(map[int16]chan any),
+		free:     make([]int16, 0, maxStreams),
+	}
+	for id := int16(maxStreams); id >= 1; id-- {
+		c.free = append(c.free, id)
+	}
+	c.wg.Add(1)
+	go c.read()
+	return c
+}
+
+// handshake runs OPTIONS, STARTUP, the authentication exchange and REGISTER.
+func (c *Conn) handshake(ctx context.Context) error {
+	resp, err := c.Do(ctx, &message.Options{})
+	if err != nil {
+		return c.handshakeErr("handshake", err, true)
+	}
+	if _, ok := resp.(*message.Supported); !ok {
+		return c.unexpected("handshake", resp)
+	}
+	startup := message.NewStartup(
+		message.StartupOptionCqlVersion, c.cfg.CQLVersion,
+		message.StartupOptionDriverName, driverName,
+	)
+	resp, err = c.Do(ctx, startup)
+	if err != nil {
+		return c.handshakeErr("handshake", err, false)
+	}
+	switch m := resp.(type) {
+	case *message.Ready:
+	case *message.Authenticate:
+		if err := c.authenticate(ctx, m); err != nil {
+			return err
+		}
+	default:
+		return c.unexpected("handshake", resp)
+	}
+	if len(c.cfg.Events) == 0 {
+		return nil
+	}
+	resp, err = c.Do(ctx, &message.Register{EventTypes: c.cfg.Events})
+	if err != nil {
+		return c.handshakeErr("register", err, false)
+	}
+	if _, ok := resp.(*message.Ready); !ok {
+		return c.unexpected("register", resp)
+	}
+	return nil
+}
+
+// handshakeErr classifies a failed handshake request. On the first request a protocol error
+// is taken as a rejection of our protocol version.
+func (c *Conn) handshakeErr(op string, err error, first bool) error {
+	var se *ServerError
+	if errors.As(err, &se) {
+		switch se.Code {
+		case primitive.ErrorCodeProtocolError:
+			if first {
+				return &versionError{greatest: parseGreatestVersion(se.Message), err: err}
+			}
+			return &ConnError{Class: ClassProtocol, Addr: c.ep.Addr, Op: op, Err: err}
+		case primitive.ErrorCodeAuthenticationError:
+			return &ConnError{Class: ClassAuth, Addr: c.ep.Addr, Op: op, Err: err}
+		}
+		return &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: op, Err: err}
+	}
+	var pv *frame.ProtocolVersionErr
+	if first && errors.As(err, &pv) {
+		return &versionError{err: err}
+	}
+	var ce *ConnError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &ConnError{Class: Classify(err), Addr: c.ep.Addr, Op: op, Err: err}
+}
+
+func (c *Conn) unexpected(op string, m message.Message) error {
+	return &ConnError{Class: ClassProtocol, Addr: c.ep.Addr, Op: op, Err: fmt.Errorf("unexpected response %v", m)}
+}
+
+// authenticate runs the SASL exchange through the gocql Authenticator.
+func (c *Conn) authenticate(ctx context.Context, m *message.Authenticate) error {
+	authErr := func(err error) error {
+		return &ConnError{Class: ClassAuth, Addr: c.ep.Addr, Op: "auth", Err: err}
+	}
+	auth := c.cfg.Authenticator
+	if c.cfg.AuthProvider != nil {
+		h, err := hostInfo(c.ep)
+		if err != nil {
+			return authErr(err)
+		}
+		if auth, err = c.cfg.AuthProvider(h); err != nil {
+			return authErr(err)
+		}
+	}
+	if auth == nil {
+		return authErr(fmt.Errorf("authentication required (using %q) but no Authenticator configured", m.Authenticator))
+	}
+	token, next, err := auth.Challenge([]byte(m.Authenticator))
+	if err != nil {
+		return authErr(err)
+	}
+	for {
+		resp, err := c.Do(ctx, &message.AuthResponse{Token: token})
+		if err != nil {
+			return c.handshakeErr("auth", err, false)
+		}
+		switch r := resp.(type) {
+		case *message.AuthSuccess:
+			if next != nil {
+				if err := next.Success(r.Token); err != nil {
+					return authErr(err)
+				}
+			}
+			return nil
+		case *message.AuthChallenge:
+			if next == nil {
+				return authErr(errors.New("server sent a challenge the authenticator cannot answer"))
+			}
+			token, next, err = next.Challenge(r.Token)
+			if err != nil {
+				return authErr(err)
+			}
+		default:
+			return c.unexpected("auth", resp)
+		}
+	}
+}
+
+// Do sends req and waits for its response, bounded by ctx. An ERROR response is returned as
+// *ServerError. If ctx ends first the stream stays reserved until the late answer arrives.
+func (c *Conn) Do(ctx context.Context, req message.Message) (message.Message, error) {
+	id, reply, err := c.reserve()
+	if err != nil {
+		return nil, err
+	}
+	f := frame.NewFrame(c.version, id, req)
+	var buf bytes.Buffer
+	if err := c.codec.EncodeFrame(f, &buf); err != nil {
+		c.release(id)
+		return nil, fmt.Errorf("controlconn: encode %v: %w", req, err)
+	}
+	if err := c.write(ctx, buf.Bytes()); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-reply:
+		switch r := r.(type) {
+		case error:
+			return nil, r
+		case *frame.Frame:
+			if e, ok := r.Body.Message.(message.Error); ok {
+				return nil, &ServerError{Code: e.GetErrorCode(), Message: e.GetErrorMessage()}
+			}
+			return r.Body.Message, nil
+		}
+		return nil, fmt.Errorf("controlconn: bad reply %T", r)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Conn) reserve() (int16, chan any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return 0, nil, c.err
+	}
+	if len(c.free) == 0 {
+		return 0, nil, &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: "write", Err: errors.New("no free stream IDs")}
+	}
+	id := c.free[len(c.free)-1]
+	c.free = c.free[:len(c.free)-1]
+	ch := make(chan any, 1)
+	c.streams[id] = ch
+	return id, ch, nil
+}
+
+func (c *Conn) release(id int16) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.streams[id]; ok {
+		delete(c.streams, id)
+		c.free = append(c.free, id)
+	}
+}
+
+// write sends one encoded frame. A failed or timed-out write leaves the stream in an unknown
+// state, so it ends the connection.
+func (c *Conn) write(ctx context.Context, b []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(c.cfg.WriteTimeout)
+	}
+	_ = c.nc.SetWriteDeadline(deadline)
+	if _, err := c.nc.Write(b); err != nil {
+		err = &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: "write", Err: err}
+		c.shutdown(err)
+		return c.Err()
+	}
+	return nil
+}
+
+// read is the reader goroutine: it owns the read side of nc.
+func (c *Conn) read() {
+	defer c.wg.Done()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		raw, err := c.codec.DecodeRawFrame(r)
+		if err != nil {
+			cls := ClassRetryable
+			var pv *frame.ProtocolVersionErr
+			if errors.As(err, &pv) {
+				cls = ClassProtocol
+			}
+			c.shutdown(&ConnError{Class: cls, Addr: c.ep.Addr, Op: "read", Err: err})
+			return
+		}
+		f, err := c.codec.ConvertFromRawFrame(raw)
+		if raw.Header.StreamId < 0 {
+			c.dispatchEvent(f, err)
+			continue
+		}
+		c.mu.Lock()
+		reply, ok := c.streams[raw.Header.StreamId]
+		if ok {
+			delete(c.streams, raw.Header.StreamId)
+			c.free = append(c.free, raw.Header.StreamId)
+		}
+		c.mu.Unlock()
+		if !ok {
+			c.log.Debug("response on unknown stream", "stream", raw.Header.StreamId)
+			continue
+		}
+		if err != nil {
+			reply <- &ConnError{Class: ClassProtocol, Addr: c.ep.Addr, Op: "read", Err: err}
+		} else {
+			reply <- f
+		}
+	}
+}
+
+func (c *Conn) dispatchEvent(f *frame.Frame, err error) {
+	if err != nil {
+		c.log.Warn("undecodable event", "err", err)
+		c.signalOverflow()
+		return
+	}
+	ev, ok := f.Body.Message.(message.Event)
+	if !ok {
+		c.log.Debug("unexpected server-initiated message", "msg", f.Body.Message)
+		return
+	}
+	select {
+	case c.events <- ev:
+	default:
+		// Never block the reader (heartbeats and responses ride on it); the consumer learns it
+		// must resynchronise from Overflow.
+		c.signalOverflow()
+	}
+}
+
+func (c *Conn) signalOverflow() {
+	select {
+	case c.overflow <- struct{}{}:
+	default:
+	}
+}
+
+// heartbeat is the heartbeat goroutine: an OPTIONS every interval, each bounded by the timeout.
+func (c *Conn) heartbeat() {
+	defer c.wg.Done()
+	t := time.NewTimer(c.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HeartbeatTimeout)
+		start := time.Now()
+		_, err := c.Do(ctx, &message.Options{})
+		cancel()
+		rtt := time.Since(start)
+		if err != nil && c.Err() == nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				err = ErrHeartbeat
+			}
+			err = &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: "heartbeat", Err: err}
+		}
+		if c.cfg.OnHeartbeat != nil {
+			c.cfg.OnHeartbeat(c.ep, rtt, err)
+		}
+		if err != nil {
+			c.shutdown(err)
+			return
+		}
+		t.Reset(c.cfg.HeartbeatInterval)
+	}
+}
+
+// shutdown ends the connection once: records why, closes the socket, fails waiting requests.
+func (c *Conn) shutdown(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = err
+	pending := c.streams
+	c.streams = map[int16]chan any{}
+	c.mu.Unlock()
+	_ = c.nc.Close()
+	for _, reply := range pending {
+		reply <- err
+	}
+	close(c.done)
+}
+
+// Close closes the connection and waits for its goroutines. It is idempotent.
+func (c *Conn) Close() error {
+	c.shutdown(&ConnError{Class: ClassClosed, Addr: c.ep.Addr, Op: "close", Err: ErrClosed})
+	c.wg.Wait()
+	return nil
+}
+
+// Done is closed when the connection is lost or closed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended, nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Events delivers server-pushed events in arrival order. It is never closed; select on Done too.
+func (c *Conn) Events() <-chan message.Event { return c.events }
+
+// Overflow is signalled (coalesced) when events were dropped because Events was full, or one
+// could not be decoded: the consumer should refresh its view in full.
+func (c *Conn) Overflow() <-chan struct{} { return c.overflow }
+
+// Endpoint returns the endpoint this connection was dialled to.
+func (c *Conn) Endpoint() Endpoint { return c.ep }
+
+// Version returns the negotiated protocol version.
+func (c *Conn) Version() primitive.ProtocolVersion { return c.version }
+
+// LocalAddr returns the local socket address (as the server sees the client).
+func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }

@@ -1,0 +1,402 @@
+package controlconn
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDialHandshakeRegistersAndQueries(t *testing.T) {
+	node := &fakeNode{}
+	addr := node.listen(t, "127.0.0.1:0")
+
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
+	require.NoError(t, err)
+	defer c.Close()
+
+	assert.Equal(t, primitive.ProtocolVersion4, c.Version())
+	assert.Equal(t, int32(1), node.registers.Load(), "one REGISTER per connection")
+	resp, err := c.Do(context.Background(), &message.Query{Query: "SELECT * FROM system.local", Options: &message.QueryOptions{}})
+	require.NoError(t, err)
+	assert.IsType(t, &message.RowsResult{}, resp)
+}
+
+func TestDialNegotiatesDownToV3(t *testing.T) {
+	node := &fakeNode{maxVersion: primitive.ProtocolVersion3}
+	addr := node.listen(t, "127.0.0.1:0")
+
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
+	require.NoError(t, err)
+	defer c.Close()
+
+	assert.Equal(t, primitive.ProtocolVersion3, c.Version())
+	assert.Equal(t, int32(2), node.accepted.Load(), "v4 rejected, then one v3 connection")
+}
+
+func TestDialPinnedVersionRejectedIsProtocolError(t *testing.T) {
+	node := &fakeNode{maxVersion: primitive.ProtocolVersion3}
+	addr := node.listen(t, "127.0.0.1:0")
+
+	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ProtoVersion: 4})
+	require.Error(t, err)
+	assert.Equal(t, ClassProtocol, Classify(err), "%v", err)
+	assert.True(t, Classify(err).Permanent())
+}
+
+func TestParseGreatestVersion(t *testing.T) {
+	assert.Equal(t, 3, parseGreatestVersion("Invalid or unsupported protocol version (4); the lowest supported version is 1 and the greatest is 3"))
+	assert.Equal(t, 0, parseGreatestVersion("something else"))
+}
+
+func TestDialAuthentication(t *testing.T) {
+	node := &fakeNode{user: "cassandra", pass: "secret"}
+	addr := node.listen(t, "127.0.0.1:0")
+
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
+		Authenticator: gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"},
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
+		Authenticator: gocql.PasswordAuthenticator{Username: "cassandra", Password: "wrong"},
+	})
+	assert.Equal(t, ClassAuth, Classify(err), "%v", err)
+
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
+	assert.Equal(t, ClassAuth, Classify(err), "no authenticator: %v", err)
+	assert.ErrorContains(t, err, "authentication required")
+}
+
+func TestDialRefusedIsRetryable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
+	require.Error(t, err)
+	assert.Equal(t, ClassRetryable, Classify(err))
+}
+
+// A listener that accepts and never answers: the handshake must give up at ConnectTimeout.
+func TestDialSilentPeerTimesOutAtConnectTimeout(t *testing.T) {
+	node := &fakeNode{}
+	node.silent.Store(true)
+	addr := node.listen(t, "127.0.0.1:0")
+
+	start := time.Now()
+	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ConnectTimeout: 300 * time.Millisecond})
+	took := time.Since(start)
+	require.Error(t, err)
+	assert.Equal(t, ClassRetryable, Classify(err))
+	assert.GreaterOrEqual(t, took, 300*time.Millisecond)
+	assert.Less(t, took, 2*time.Second)
+}
+
+func TestDialContextCancelIsPrompt(t *testing.T) {
+	node := &fakeNode{}
+	node.silent.Store(true)
+	addr := node.listen(t, "127.0.0.1:0")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := Dial(ctx, Endpoint{Addr: addr}, ConnConfig{ConnectTimeout: 10 * time.Second})
+	require.Error(t, err)
+	assert.Less(t, time.Since(start), time.Second)
+}
+
+func TestEventsDelivered(t *testing.T) {
+	node := &fakeNode{}
+	addr := node.listen(t, "127.0.0.1:0")
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
+	require.NoError(t, err)
+	defer c.Close()
+
+	node.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+		Address: &primitive.Inet{Addr: net.ParseIP("127.0.0.2"), Port: 9042}})
+	select {
+	case ev := <-c.Events():
+		sc, ok := ev.(*message.StatusChangeEvent)
+		require.True(t, ok, "%T", ev)
+		assert.Equal(t, primitive.StatusChangeTypeUp, sc.ChangeType)
+		assert.Equal(t, "127.0.0.2", sc.Address.Addr.String())
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event")
+	}
+}
+
+func TestRequestContextExpiryKeepsConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := &fakeNode{}
+		d := &pipeDialer{node: node}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: d, HeartbeatInterval: -1})
+		require.NoError(t, err)
+
+		node.silent.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err = c.Do(ctx, &message.Options{})
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.NoError(t, c.Err(), "a request timeout does not end the connection")
+
+		node.silent.Store(false)
+		_, err = c.Do(context.Background(), &message.Options{})
+		assert.NoError(t, err)
+		require.NoError(t, c.Close())
+		node.close()
+	})
+}
+
+// A peer that stops answering is declared lost HeartbeatInterval + HeartbeatTimeout after it
+// went silent, not later.
+func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := &fakeNode{}
+		d := &pipeDialer{node: node}
+		var mu sync.Mutex
+		var beats []error
+		beatsNow := func() []error { mu.Lock(); defer mu.Unlock(); return append([]error(nil), beats...) }
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{
+			Dialer:            d,
+			HeartbeatInterval: 30 * time.Second,
+			HeartbeatTimeout:  5 * time.Second,
+			OnHeartbeat: func(_ Endpoint, _ time.Duration, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				beats = append(beats, err)
+			},
+		})
+		require.NoError(t, err)
+		start := time.Now()
+
+		// Healthy: 3 heartbeats in 90 s, connection stays.
+		time.Sleep(90*time.Second + time.Millisecond)
+		synctest.Wait()
+		require.Len(t, beatsNow(), 3)
+		for _, b := range beatsNow() {
+			assert.NoError(t, b)
+		}
+		assert.Equal(t, int32(1+3), node.options.Load(), "handshake OPTIONS + 3 heartbeats")
+
+		// Silent from 90 s: next heartbeat at 120 s, lost at 125 s.
+		node.silent.Store(true)
+		time.Sleep(125*time.Second - time.Since(start) - time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-c.Done():
+			t.Fatal("lost before interval + timeout")
+		default:
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("not lost at interval + timeout")
+		}
+		assert.ErrorIs(t, c.Err(), ErrHeartbeat)
+		assert.Equal(t, ClassRetryable, Classify(c.Err()))
+		require.Len(t, beatsNow(), 4)
+		assert.ErrorIs(t, beatsNow()[3], ErrHeartbeat)
+		require.NoError(t, c.Close())
+		node.close()
+	})
+}
+
+func TestCloseFailsPendingRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := &fakeNode{}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: &pipeDialer{node: node}})
+		require.NoError(t, err)
+		node.silent.Store(true)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Do(context.Background(), &message.Options{})
+			errc <- err
+		}()
+		synctest.Wait()
+		require.NoError(t, c.Close())
+		err = <-errc
+		assert.ErrorIs(t, err, ErrClosed)
+		assert.Equal(t, ClassClosed, Classify(err))
+		_, err = c.Do(context.Background(), &message.Options{})
+		assert.ErrorIs(t, err, ErrClosed)
+		node.close()
+	})
+}
+
+type recordingHostDialer struct {
+	hosts []*gocql.HostInfo
+}
+
+func (d *recordingHostDialer) DialHost(ctx context.Context, h *gocql.HostInfo) (*gocql.DialedHost, error) {
+	d.hosts = append(d.hosts, h)
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, "tcp", h.ConnectAddressAndPort())
+	if err != nil {
+		return nil, err
+	}
+	return &gocql.DialedHost{Conn: nc}, nil
+}
+
+func TestDialUsesHostDialerWithAddressAndPort(t *testing.T) {
+	node := &fakeNode{}
+	addr := node.listen(t, "127.0.0.1:0")
+	hd := &recordingHostDialer{}
+	c, err := Dial(context.Background(), Endpoint{Addr: addr, HostID: "h1"}, ConnConfig{HostDialer: hd})
+	require.NoError(t, err)
+	defer c.Close()
+	require.Len(t, hd.hosts, 1)
+	assert.Equal(t, addr, hd.hosts[0].ConnectAddressAndPort())
+	assert.Equal(t, "h1", hd.hosts[0].HostID())
+}
+
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "node"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// listenTLS serves node over TLS with a fresh self-signed certificate; returns address and CA pool.
+func listenTLS(t *testing.T, node *fakeNode) (string, *x509.CertPool) {
+	cert := selfSigned(t)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	require.NoError(t, err)
+	node.ln = ln
+	node.wg.Add(1)
+	go func() {
+		defer node.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			node.serve(nc)
+		}
+	}()
+	t.Cleanup(node.close)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return ln.Addr().String(), pool
+}
+
+func TestDialTLS(t *testing.T) {
+	node := &fakeNode{}
+	addr, pool := listenTLS(t, node)
+
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{TLS: &tls.Config{RootCAs: pool}})
+	require.NoError(t, err, "trusted certificate, server name from the address")
+	require.NoError(t, c.Close())
+
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{TLS: &tls.Config{}})
+	require.Error(t, err)
+	assert.Equal(t, ClassTLS, Classify(err), "untrusted certificate: %v", err)
+	assert.True(t, Classify(err).Permanent())
+}
+
+func TestClassify(t *testing.T) {
+	assert.Equal(t, ClassNone, Classify(nil))
+	assert.Equal(t, ClassRetryable, Classify(errors.New("x")))
+	assert.Equal(t, ClassRetryable, Classify(context.DeadlineExceeded))
+	assert.Equal(t, ClassClosed, Classify(ErrClosed))
+	assert.Equal(t, ClassAuth, Classify(&ServerError{Code: primitive.ErrorCodeAuthenticationError}))
+	assert.Equal(t, ClassProtocol, Classify(&ServerError{Code: primitive.ErrorCodeProtocolError}))
+	assert.Equal(t, ClassRetryable, Classify(&ServerError{Code: primitive.ErrorCodeOverloaded}))
+	assert.Equal(t, ClassTLS, Classify(x509.UnknownAuthorityError{}))
+	assert.Equal(t, "auth", ClassAuth.String())
+}
+
+// Many requests in flight at once on one connection each get their own answer.
+func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := &fakeNode{onQuery: func(q string, _ []*primitive.Value) message.Message {
+			return &message.SetKeyspaceResult{Keyspace: q}
+		}}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: &pipeDialer{node: node}})
+		require.NoError(t, err)
+		var wg sync.WaitGroup
+		errs := make(chan error, 300)
+		for i := range 300 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				q := fmt.Sprintf("ks%d", i)
+				resp, err := c.Do(context.Background(), &message.Query{Query: q, Options: &message.QueryOptions{}})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got := resp.(*message.SetKeyspaceResult).Keyspace; got != q {
+					errs <- fmt.Errorf("asked %s, got %s", q, got)
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		require.NoError(t, c.Close())
+		node.close()
+	})
+}
+
+// A consumer that does not keep up makes events overflow: the reader never blocks, and the
+// consumer is told to resynchronise.
+func TestEventOverflowIsSignalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := &fakeNode{}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: &pipeDialer{node: node}})
+		require.NoError(t, err)
+		ev := &message.SchemaChangeEvent{ChangeType: primitive.SchemaChangeTypeCreated,
+			Target: primitive.SchemaChangeTargetKeyspace, Keyspace: "ks"}
+		for range eventBuffer + 10 {
+			node.push(ev)
+		}
+		synctest.Wait()
+		select {
+		case <-c.Overflow():
+		default:
+			t.Fatal("no overflow signal")
+		}
+		assert.Len(t, c.Events(), eventBuffer)
+		_, err = c.Do(context.Background(), &message.Options{})
+		assert.NoError(t, err, "responses still flow")
+		require.NoError(t, c.Close())
+		node.close()
+	})
+}

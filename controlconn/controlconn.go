@@ -1,0 +1,447 @@
+// Package controlconn keeps one control connection to a Cassandra or Scylla cluster, beside a
+// gocql session, for topology, status and schema events and cluster metadata. It speaks the
+// native protocol itself, recovers through a re-armable backoff driven by gocql's host events,
+// dials a host plan staggered so no blackholed host holds recovery hostage, and after every
+// reconnect refreshes and diffs the metadata so subscribers lose nothing.
+package controlconn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/gocql/gocql"
+)
+
+// DefaultPort is the native protocol port used when Config.Port is zero.
+const DefaultPort = 9042
+
+// schemaAgreementPoll is the pause between two checks of AwaitSchemaAgreement.
+const schemaAgreementPoll = 200 * time.Millisecond
+
+// Config is what NewWithConfig needs: where the cluster is, how to connect, and the cadence.
+// New builds it from a gocql.ClusterConfig.
+type Config struct {
+	// ContactPoints are "host" or "host:port"; names are resolved again on every attempt.
+	ContactPoints []string
+	// Port is the native port of contact points without one and of every peer; default 9042.
+	Port int
+	// Conn says how to dial and authenticate. Its ConnectTimeout, HeartbeatInterval,
+	// HeartbeatTimeout, OnHeartbeat and Logger are set from Cadence and the options.
+	Conn ConnConfig
+	// AddressTranslator, when set, maps the addresses read from the system tables to the
+	// addresses dialled, as gocql's does.
+	AddressTranslator gocql.AddressTranslator
+	// Cadence is the timing; the zero value is the documented default.
+	Cadence Cadence
+}
+
+// Validate reports what makes c unusable; zero fields are valid (defaults).
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.ContactPoints) == 0 {
+		errs = append(errs, errors.New("controlconn: no contact points"))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, fmt.Errorf("controlconn: Port %d out of range 1..65535", c.Port))
+	}
+	if v := c.Conn.ProtoVersion; v != 0 && v != 3 && v != 4 {
+		errs = append(errs, fmt.Errorf("controlconn: protocol version %d not supported (3, 4, or 0 to negotiate)", v))
+	}
+	if err := c.Cadence.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Option configures a ControlConnection beyond its Config.
+type Option func(*options)
+
+type options struct {
+	logger      *slog.Logger
+	observer    Observer
+	reconnObs   reconnect.Observer
+	resolver    Resolver
+	queue       *hostevents.Queue
+	queueConfig hostevents.QueueConfig
+	rand        func() float64
+}
+
+// WithLogger sets the logger. The default discards: a library logs only when asked.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithObserver sets the connection-level observer (dials, connections, heartbeats, refreshes).
+func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
+
+// WithReconnectObserver sets the observer of the reconnection handler (attempts, re-arms, delays).
+func WithReconnectObserver(obs reconnect.Observer) Option {
+	return func(o *options) { o.reconnObs = obs }
+}
+
+// WithResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
+func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
+
+// WithHostEvents makes the ControlConnection consume q's batches as re-arm evidence and push
+// the events of its own connection to q (Source "control"). New creates and installs a queue
+// unless one is given; NewWithConfig uses none unless one is given. The caller keeps
+// ownership of a queue it passes: Close does not close it.
+func WithHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
+
+// WithQueueConfig configures the queue New creates (ignored with WithHostEvents).
+func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = c } }
+
+// WithRand sets the source of jitter and host shuffling, uniform in [0,1) (tests).
+func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } }
+
+// ControlConnection is the control connection: it keeps one connection up through a
+// reconnect.Handler, publishes metadata to subscribers and answers control requests.
+//
+// One goroutine (run) owns the current connection, its events, metadata refreshes and the
+// host beliefs; the handler's attempt goroutine reads what run publishes through atomics;
+// callers talk to run through channels, or use the current connection directly for queries.
+type ControlConnection struct {
+	cfg      Config  // defaults applied
+	cad      Cadence // cfg.Cadence with defaults
+	connCfg  ConnConfig
+	log      *slog.Logger
+	obs      Observer
+	handler  *reconnect.Handler[*link]
+	planner  *Planner
+	store    *metadata.Store
+	resolver Resolver
+	queue    *hostevents.Queue // nil: no host events
+	ownQueue bool              // created by New: closed by Close
+
+	planHosts atomic.Pointer[[]PlanHost] // written by run, read by attempts
+	lastWon   atomic.Pointer[link]       // the latest link an attempt yielded (attempt goroutine)
+	current   atomic.Pointer[link]       // the connection run uses; nil while recovering
+	lastLoss  atomic.Pointer[lossInfo]   // written by run
+
+	refreshReqs chan chan error // Refresh callers -> run
+	firstUp     chan struct{}   // closed by run on its first connection
+	upMu        sync.Mutex      // guards up
+	up          chan struct{}   // closed by run on adoption, replaced on loss (WaitConnected)
+	closing     chan struct{}   // closed by Close
+	ctx         context.Context // canceled by Close; bounds run's and its workers' work
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup // run, its link waiter and refresh workers
+
+	lifeMu  sync.Mutex // guards started and closed
+	started bool
+	closed  bool
+}
+
+// link is a connection that completed an attempt: handshake, REGISTER, first metadata read.
+type link struct {
+	*Conn
+	ep       Endpoint // as dialled, completed with the host ID and DC the node reported
+	tables   metadata.SnapshotConfig
+	skipped  []metadata.SkippedPeer
+	peers    atomic.Int32  // which peers table works on this node (written by one refresh at a time)
+	since    time.Time     // set by run on adoption
+	readTook time.Duration // the first metadata read
+}
+
+type lossInfo struct {
+	ep  Endpoint
+	err error
+	at  time.Time
+}
+
+// NewWithConfig validates cfg and returns an idle ControlConnection; Start starts it.
+func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = discardLogger
+	}
+	if o.observer == nil {
+		o.observer = NopObserver{}
+	}
+	if cfg.Port == 0 {
+		cfg.Port = DefaultPort
+	}
+	cad := cfg.Cadence.WithDefaults()
+	cc := &ControlConnection{
+		cfg:         cfg,
+		cad:         cad,
+		log:         o.logger,
+		obs:         o.observer,
+		store:       metadata.NewStore(nil),
+		resolver:    o.resolver,
+		queue:       o.queue,
+		refreshReqs: make(chan chan error),
+		firstUp:     make(chan struct{}),
+		up:          make(chan struct{}),
+		closing:     make(chan struct{}),
+	}
+	var shuffle func(int, func(int, int))
+	if o.rand != nil {
+		shuffle = func(n int, swap func(i, j int)) { // Fisher-Yates on the injected source
+			for i := n - 1; i > 0; i-- {
+				swap(i, int(o.rand()*float64(i+1)))
+			}
+		}
+	}
+	cc.planner = NewPlanner(DefaultDownBackoffBase, cad.DelayCap, shuffle)
+	cc.connCfg = cfg.Conn
+	cc.connCfg.ConnectTimeout = cad.ConnectTimeout
+	cc.connCfg.HeartbeatInterval = cad.HeartbeatInterval
+	cc.connCfg.HeartbeatTimeout = cad.HeartbeatTimeout
+	cc.connCfg.Logger = o.logger
+	cc.connCfg.OnHeartbeat = func(ep Endpoint, rtt time.Duration, err error) { cc.obs.Heartbeat(ep, rtt, err) }
+
+	rc := cad.reconnectConfig()
+	rc.Observer = o.reconnObs
+	rc.Rand = o.rand
+	h, err := reconnect.NewHandler(rc, cc.attempt)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCadence, err)
+	}
+	cc.handler = h
+	cc.ctx, cc.cancel = context.WithCancel(context.Background())
+	empty := []PlanHost{}
+	cc.planHosts.Store(&empty)
+	return cc, nil
+}
+
+// Start starts connecting (once; later calls only wait) and waits until the first connection
+// is up and its metadata published, or ctx is done. If ctx ends first, recovery goes on in
+// the background and the error says what the last attempt met. Start after Close returns
+// ErrClosed.
+func (cc *ControlConnection) Start(ctx context.Context) error {
+	cc.lifeMu.Lock()
+	if cc.closed {
+		cc.lifeMu.Unlock()
+		return ErrClosed
+	}
+	if !cc.started {
+		cc.started = true
+		cc.wg.Add(1)
+		go cc.run()
+		cc.handler.Start()
+	}
+	cc.lifeMu.Unlock()
+	select {
+	case <-cc.firstUp:
+		return nil
+	case <-cc.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		st := cc.Status()
+		if st.LastErr != nil {
+			return fmt.Errorf("controlconn: not connected yet: %w (last attempt: %w)", ctx.Err(), st.LastErr)
+		}
+		return fmt.Errorf("controlconn: not connected yet: %w", ctx.Err())
+	}
+}
+
+// Close stops everything promptly from any state: it cuts a backoff or an attempt short,
+// closes the connection, fails waiting requests with ErrClosed and closes subscriptions.
+// Idempotent.
+func (cc *ControlConnection) Close() error {
+	cc.lifeMu.Lock()
+	if cc.closed {
+		cc.lifeMu.Unlock()
+		return nil
+	}
+	cc.closed = true
+	cc.lifeMu.Unlock()
+	close(cc.closing)
+	cc.cancel()
+	err := cc.handler.Close()
+	cc.wg.Wait()
+	_ = cc.store.Close()
+	if cc.ownQueue {
+		_ = cc.queue.Close()
+	}
+	if Classify(err) == ClassClosed {
+		err = nil
+	}
+	return err
+}
+
+// Status is a snapshot of a ControlConnection.
+type Status struct {
+	State          reconnect.State // idle, attempting, scheduled, connected, closed
+	Host           Endpoint        // the host in use; zero while recovering
+	Version        primitive.ProtocolVersion
+	ConnectedSince time.Time
+	Recovery       int       // ordinal of the current (or last) recovery
+	Attempts       int       // attempts in the current recovery
+	NextAttemptAt  time.Time // zero unless scheduled
+	LastErr        error     // the latest failed attempt's error; nil once connected
+	LastErrClass   ErrorClass
+	LastLoss       error // why the last connection ended; kept after reconnecting
+	LastLossAt     time.Time
+}
+
+// Status reports the state of the ControlConnection.
+func (cc *ControlConnection) Status() Status {
+	hs := cc.handler.Status()
+	st := Status{
+		State:          hs.State,
+		ConnectedSince: hs.ConnectedSince,
+		Recovery:       hs.Recovery,
+		Attempts:       hs.Attempts,
+		NextAttemptAt:  hs.NextAttemptAt,
+		LastErr:        hs.LastErr,
+		LastErrClass:   Classify(hs.LastErr),
+	}
+	if l := cc.current.Load(); l != nil && hs.State == reconnect.StateConnected {
+		st.Host, st.Version = l.ep, l.version
+	}
+	if li := cc.lastLoss.Load(); li != nil {
+		st.LastLoss, st.LastLossAt = li.err, li.at
+	}
+	return st
+}
+
+// WaitConnected returns the host in use once a connection is up and its metadata published,
+// waiting (bounded by ctx) during recovery; ErrClosed after Close. Integration tests use it
+// to timestamp recovery.
+func (cc *ControlConnection) WaitConnected(ctx context.Context) (Endpoint, error) {
+	for {
+		cc.upMu.Lock()
+		up := cc.up
+		cc.upMu.Unlock()
+		select {
+		case <-cc.closing:
+			return Endpoint{}, ErrClosed
+		default:
+		}
+		wake := up
+		if l := cc.current.Load(); l != nil {
+			if l.Err() == nil {
+				return l.ep, nil
+			}
+			// Lost, but run has not handled it yet (up is still closed): look again shortly.
+			t := time.NewTimer(5 * time.Millisecond)
+			defer t.Stop()
+			wake = nil
+			select {
+			case <-t.C:
+				continue
+			case <-cc.closing:
+				return Endpoint{}, ErrClosed
+			case <-ctx.Done():
+				return Endpoint{}, ctx.Err()
+			}
+		}
+		select {
+		case <-wake:
+		case <-cc.closing:
+			return Endpoint{}, ErrClosed
+		case <-ctx.Done():
+			return Endpoint{}, ctx.Err()
+		}
+	}
+}
+
+// Snapshot returns the latest metadata snapshot, nil before the first connection.
+func (cc *ControlConnection) Snapshot() *metadata.Snapshot { return cc.store.Current() }
+
+// Subscribe returns a subscription to metadata changes and the snapshot it starts from (see
+// metadata.Store.Subscribe for the delivery policy). Close closes every subscription.
+func (cc *ControlConnection) Subscribe(buffer int) (*metadata.Subscription, *metadata.Snapshot, error) {
+	return cc.store.Subscribe(buffer)
+}
+
+// Refresh reads system.local and the peers table again and publishes the changes. A refresh
+// that starts after the call serves it; during recovery it waits for the new connection,
+// bounded by ctx. Concurrent calls share refreshes.
+func (cc *ControlConnection) Refresh(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case cc.refreshReqs <- reply:
+	case <-cc.closing:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// AwaitSchemaAgreement refreshes until the hosts believed up report one schema version, or ctx
+// is done (then the error lists the versions seen).
+func (cc *ControlConnection) AwaitSchemaAgreement(ctx context.Context) error {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		if err := cc.Refresh(ctx); err != nil {
+			return err
+		}
+		snap := cc.store.Current()
+		if snap != nil && snap.SchemaAgreement() {
+			return nil
+		}
+		t.Reset(schemaAgreementPoll)
+		select {
+		case <-t.C:
+		case <-cc.closing:
+			return ErrClosed
+		case <-ctx.Done():
+			var versions []string
+			if snap != nil {
+				versions = snap.SchemaVersions()
+			}
+			return fmt.Errorf("controlconn: no schema agreement (versions %v): %w", versions, ctx.Err())
+		}
+	}
+}
+
+// Query runs cql on the control connection (see Conn.Query: consistency ONE, pages followed,
+// values bound through a prepared statement). During recovery it waits for the new
+// connection, bounded by ctx. A query in flight when the connection is lost fails; it is not
+// retried, since the statement may not be idempotent.
+func (cc *ControlConnection) Query(ctx context.Context, cql string, values ...any) ([]metadata.Row, error) {
+	l, err := cc.waitLink(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.Query(ctx, cql, values...)
+}
+
+// waitLink returns a live connection, waiting (bounded by ctx) during recovery.
+func (cc *ControlConnection) waitLink(ctx context.Context) (*link, error) {
+	for {
+		l, err := cc.handler.Wait(ctx)
+		if errors.Is(err, reconnect.ErrClosed) {
+			return nil, ErrClosed
+		}
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-l.Done():
+		default:
+			return l, nil
+		}
+		// Lost, but the handler has not noticed yet: it will within a few scheduler ticks.
+		t := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}

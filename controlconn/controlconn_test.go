@@ -1,0 +1,761 @@
+package controlconn
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// half makes jitter zero (u = 0.5) and shuffling deterministic.
+func half() float64 { return 0.5 }
+
+func newTestCC(t *testing.T, c *fakeCluster, cad Cadence, opts ...Option) *ControlConnection {
+	t.Helper()
+	cfg := Config{ContactPoints: c.contactPoints(), Conn: ConnConfig{Dialer: c.lab}, Cadence: cad}
+	cc, err := NewWithConfig(cfg, append([]Option{WithRand(half)}, opts...)...)
+	require.NoError(t, err)
+	return cc
+}
+
+func startCC(t *testing.T, cc *ControlConnection) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, cc.Start(ctx))
+}
+
+func connectedHost(t *testing.T, cc *ControlConnection) Endpoint {
+	t.Helper()
+	st := cc.Status()
+	require.Equal(t, reconnect.StateConnected, st.State, "status %+v", st)
+	return st.Host
+}
+
+func nodeNumber(c *fakeCluster, ep Endpoint) int {
+	for i := 1; i <= c.size(); i++ {
+		if c.member(i).addr() == ep.Addr {
+			return i
+		}
+	}
+	return 0
+}
+
+func TestStartConnectsAndPublishesMetadata(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(3)
+		defer c.close()
+		cc := newTestCC(t, c, Cadence{})
+		start := time.Now()
+		startCC(t, cc)
+		assert.Equal(t, time.Duration(0), time.Since(start), "first attempt is immediate")
+
+		snap := cc.Snapshot()
+		require.NotNil(t, snap)
+		assert.Equal(t, 3, snap.Len())
+		assert.Equal(t, "fake", snap.ClusterName())
+		assert.Equal(t, 3, snap.Ring().Len())
+		host := connectedHost(t, cc)
+		n := nodeNumber(c, host)
+		require.NotZero(t, n)
+		assert.Equal(t, c.member(n).id, host.HostID)
+		assert.Equal(t, "dc1", host.DC)
+		assert.Equal(t, primitive.ProtocolVersion4, cc.Status().Version)
+		assert.Equal(t, int32(1), c.node(n).registers.Load())
+		assert.Len(t, c.lab.dialled(), 1, "one dial when the first host answers")
+
+		require.NoError(t, cc.Close())
+		assert.Equal(t, reconnect.StateClosed, cc.Status().State)
+		assert.ErrorIs(t, cc.Start(context.Background()), ErrClosed)
+	})
+}
+
+// A connection that was stable and drops starts a fresh recovery: the first attempt is
+// immediate and goes to another host believed up.
+func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(3)
+		defer c.close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second) // > StableAfter (10 s)
+		first := connectedHost(t, cc)
+
+		c.stop(nodeNumber(c, first))
+		lostAt := time.Now()
+		synctest.Wait()
+		second := connectedHost(t, cc)
+		assert.NotEqual(t, first.Addr, second.Addr)
+		assert.Equal(t, time.Duration(0), time.Since(lostAt), "reconnected in the same instant")
+		st := cc.Status()
+		assert.Equal(t, ClassRetryable, Classify(st.LastLoss))
+		assert.Equal(t, lostAt, st.LastLossAt)
+		assert.Equal(t, 2, st.Recovery)
+	})
+}
+
+// Full outage of 5 s without evidence: the blind schedule (1 s, ×1.15, no jitter here)
+// reconnects at its first attempt after the cluster is back, within DelayCap.
+func TestFullOutageBlindScheduleReconnects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(3)
+		defer c.close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+
+		c.stopAll()
+		lostAt := time.Now()
+		time.Sleep(5 * time.Second)
+		c.startAll()
+		backAt := time.Now()
+
+		// Expected: the attempt at 0 fails, then delays 1 s, 1.15 s, 1.3225 s, ... until one
+		// lands at or after 5 s.
+		var at time.Duration
+		for n := 1; at < 5*time.Second; n++ {
+			at += reconnect.DefaultPolicy().Delay(n, 0.5)
+		}
+		_, err := cc.WaitConnected(context.Background())
+		require.NoError(t, err)
+		took := time.Since(lostAt)
+		t.Logf("full outage 5 s: reconnected %v after loss, %v after the cluster was back", took, time.Since(backAt))
+		assert.Equal(t, at, took, "the first scheduled attempt at or after 5 s")
+		assert.LessOrEqual(t, time.Since(backAt), reconnect.DefaultDelayCap)
+		assert.Less(t, time.Since(backAt), 2500*time.Millisecond, "short restart: back within about 2.5 s")
+	})
+}
+
+// Evidence from gocql (HostUp) re-arms a parked retry: the attempt starts within the queue
+// window, dials the evidenced host first, and connects long before the blind schedule would.
+func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(3)
+		defer c.close()
+		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+		require.NoError(t, err)
+		defer q.Close()
+		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}}, WithHostEvents(q))
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+
+		c.stopAll()
+		time.Sleep(3 * time.Second) // first attempt failed at once; next blind one at +20 s
+		require.Equal(t, reconnect.StateScheduled, cc.Status().State)
+		dialsBefore := len(c.lab.dialled())
+
+		c.start(2)
+		evidenceAt := time.Now()
+		m := c.member(2)
+		q.Push(hostevents.Event{HostID: m.id, Addr: net.ParseIP(m.ip), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		_, err = cc.WaitConnected(context.Background())
+		require.NoError(t, err)
+		took := time.Since(evidenceAt)
+		t.Logf("re-armed by HostUp: connected %v after the evidence", took)
+		assert.Equal(t, hostevents.DefaultWindow, took, "one queue window after the evidence")
+		assert.Equal(t, m.addr(), connectedHost(t, cc).Addr)
+		assert.Equal(t, []string{m.addr()}, c.lab.dialled()[dialsBefore:], "the evidenced host is dialled first, and alone")
+	})
+}
+
+// While connected, host events do not re-arm (and do not reach the handler at all).
+func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+		require.NoError(t, err)
+		defer q.Close()
+		obs := &countingReconnectObserver{}
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q), WithReconnectObserver(obs))
+		defer cc.Close()
+		startCC(t, cc)
+		m := c.member(2)
+		q.Push(hostevents.Event{HostID: m.id, Addr: net.ParseIP(m.ip), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		time.Sleep(time.Second)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		assert.Zero(t, obs.accepted+obs.suppressed)
+	})
+}
+
+type countingReconnectObserver struct {
+	reconnect.NopObserver
+	mu                   sync.Mutex
+	accepted, suppressed int
+}
+
+func (o *countingReconnectObserver) ReArmAccepted(reconnect.Reason) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.accepted++
+}
+
+func (o *countingReconnectObserver) ReArmSuppressed(reconnect.Reason, reconnect.Suppression) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.suppressed++
+}
+
+// Control requests made during recovery wait for the new connection, bounded by their context.
+func TestControlRequestsWaitForReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+		c.stopAll()
+		synctest.Wait()
+
+		short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		assert.ErrorIs(t, cc.Refresh(short), context.DeadlineExceeded)
+		_, err := cc.Query(short, "SELECT * FROM system.local")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		cancel()
+
+		var wg sync.WaitGroup
+		var refreshErr, queryErr error
+		var rows []metadata.Row
+		var refreshDone, queryDone time.Time
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			refreshErr = cc.Refresh(context.Background())
+			refreshDone = time.Now()
+		}()
+		go func() {
+			defer wg.Done()
+			rows, queryErr = cc.Query(context.Background(), "SELECT * FROM system.local")
+			queryDone = time.Now()
+		}()
+		time.Sleep(2 * time.Second)
+		c.startAll()
+		backAt := time.Now()
+		wg.Wait()
+		require.NoError(t, refreshErr)
+		require.NoError(t, queryErr)
+		require.Len(t, rows, 1)
+		id, err := rows[0].UUID("host_id")
+		require.NoError(t, err)
+		assert.NotEmpty(t, id)
+		assert.False(t, refreshDone.Before(backAt))
+		assert.False(t, queryDone.Before(backAt))
+	})
+}
+
+func TestQueryWithValuesIsPrepared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(1)
+		defer c.close()
+		var got []string
+		var mu sync.Mutex
+		c.node(1).onQuery = func(q string, vals []*primitive.Value) message.Message {
+			if q != "SELECT v FROM ks.t WHERE k = ? AND j = ?" {
+				return c.answer(c.member(1), q)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, v := range vals {
+				got = append(got, string(v.Contents))
+			}
+			return rowsResult([]col{{"v", localCols[0].typ}}, [][]any{{"hello"}})
+		}
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		rows, err := cc.Query(context.Background(), "SELECT v FROM ks.t WHERE k = ? AND j = ?", "a", "b")
+		require.NoError(t, err)
+		require.Len(t, rows, 1)
+		v, err := rows[0].Text("v")
+		require.NoError(t, err)
+		assert.Equal(t, "hello", v)
+		mu.Lock()
+		assert.Equal(t, []string{"a", "b"}, got)
+		mu.Unlock()
+		_, err = cc.Query(context.Background(), "SELECT v FROM ks.t WHERE k = ? AND j = ?", "a")
+		assert.ErrorContains(t, err, "2 bind markers, got 1 values")
+	})
+}
+
+// Pushed events reach subscribers: STATUS_CHANGE through ApplyStatus, TOPOLOGY_CHANGE through
+// a refresh on the same connection.
+func TestServerEventsReachSubscribers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(3)
+		defer c.close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		sub, snap, err := cc.Subscribe(16)
+		require.NoError(t, err)
+		defer sub.Close()
+		require.Equal(t, 3, snap.Len())
+		served := c.node(nodeNumber(c, connectedHost(t, cc)))
+		other := c.member(1)
+		if other.addr() == connectedHost(t, cc).Addr {
+			other = c.member(2)
+		}
+
+		served.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: net.ParseIP(other.ip), Port: 9042}})
+		ch := <-sub.C()
+		assert.Equal(t, metadata.HostDown, ch.Kind)
+		assert.Equal(t, other.id, ch.Host.HostID())
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.id))
+
+		served.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+			Address: &primitive.Inet{Addr: net.ParseIP(other.ip), Port: 9042}})
+		ch = <-sub.C()
+		assert.Equal(t, metadata.HostUp, ch.Kind)
+
+		dials := len(c.lab.dialled())
+		added := c.addMember("dc2")
+		served.push(&message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeTypeNewNode,
+			Address: &primitive.Inet{Addr: net.ParseIP(added.ip), Port: 9042}})
+		ch = <-sub.C()
+		assert.Equal(t, metadata.HostAdded, ch.Kind)
+		assert.Equal(t, added.id, ch.Host.HostID())
+		assert.Equal(t, "dc2", ch.Host.DataCenter())
+		assert.Len(t, c.lab.dialled(), dials, "the refresh used the same connection")
+	})
+}
+
+// What changed while the control connection was down is emitted after it reconnects.
+func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		sub, _, err := cc.Subscribe(16)
+		require.NoError(t, err)
+		defer sub.Close()
+		time.Sleep(11 * time.Second)
+
+		c.stopAll()
+		synctest.Wait()
+		added := c.addMember("dc1") // joins while we are down
+		c.startAll()
+		ch := <-sub.C()
+		assert.Equal(t, metadata.HostAdded, ch.Kind)
+		assert.Equal(t, added.id, ch.Host.HostID())
+		assert.Equal(t, 3, cc.Snapshot().Len())
+	})
+}
+
+// The periodic refresh runs on the same connection: no reconnect per refresh.
+func TestPeriodicRefreshReusesConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		obs := &countingObserver{}
+		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, WithObserver(obs))
+		defer cc.Close()
+		startCC(t, cc)
+		n := nodeNumber(c, connectedHost(t, cc))
+		before := c.node(n).queries.Load()
+		time.Sleep(10*time.Second + time.Millisecond)
+		assert.Len(t, c.lab.dialled(), 1, "one connection for the whole run")
+		assert.Equal(t, int32(10*2), c.node(n).queries.Load()-before, "10 refreshes x (local + peers)")
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		assert.Equal(t, 1+10, obs.refreshed, "first refresh on connect + 10 periodic")
+		assert.Equal(t, 1, obs.connected)
+		assert.Equal(t, 1, obs.dialStarted)
+	})
+}
+
+type countingObserver struct {
+	NopObserver
+	mu                                      sync.Mutex
+	refreshed, connected, lost, dialStarted int
+	heartbeats                              int
+	heartbeatErrs                           []error
+	dialErrs                                []error
+}
+
+func (o *countingObserver) Refreshed(time.Duration, int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.refreshed++
+}
+
+func (o *countingObserver) Connected(Endpoint, primitive.ProtocolVersion) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.connected++
+}
+
+func (o *countingObserver) Lost(Endpoint, error, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lost++
+}
+
+func (o *countingObserver) DialStarted(Endpoint) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.dialStarted++
+}
+
+func (o *countingObserver) DialFinished(_ Endpoint, err error, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		o.dialErrs = append(o.dialErrs, err)
+	}
+}
+
+func (o *countingObserver) Heartbeat(_ Endpoint, _ time.Duration, err error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.heartbeats++
+	if err != nil {
+		o.heartbeatErrs = append(o.heartbeatErrs, err)
+	}
+}
+
+// A node that goes silent (half-open) is detected by the heartbeat within interval + timeout
+// and the control connection moves to another host.
+func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		obs := &countingObserver{}
+		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, WithObserver(obs))
+		defer cc.Close()
+		startCC(t, cc)
+		first := connectedHost(t, cc)
+		c.node(nodeNumber(c, first)).silent.Store(true)
+		silentAt := time.Now()
+
+		time.Sleep(12*time.Second - time.Millisecond)
+		assert.Equal(t, first.Addr, connectedHost(t, cc).Addr, "still believed up before interval + timeout")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 12*time.Second, time.Since(silentAt))
+		second := connectedHost(t, cc)
+		assert.NotEqual(t, first.Addr, second.Addr)
+		assert.ErrorIs(t, cc.Status().LastLoss, ErrHeartbeat)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		assert.Equal(t, 1, obs.lost)
+		require.Len(t, obs.heartbeatErrs, 1)
+		assert.ErrorIs(t, obs.heartbeatErrs[0], ErrHeartbeat)
+	})
+}
+
+// Two blackholed hosts first in the plan delay recovery by one stagger each, no more.
+func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(1)
+		defer c.close()
+		// Hosts 10.0.0.1 and .2 are contact points listed first, but blackholed.
+		c.lab.silent("10.0.0.101:9042")
+		c.lab.silent("10.0.0.102:9042")
+		cfg := Config{ContactPoints: []string{"10.0.0.101", "10.0.0.102", "10.0.0.1"}, Conn: ConnConfig{Dialer: c.lab}}
+		cc, err := NewWithConfig(cfg, WithRand(half))
+		require.NoError(t, err)
+		defer cc.Close()
+		start := time.Now()
+		startCC(t, cc)
+		assert.Equal(t, 2*DefaultStaggerDelay, time.Since(start))
+		assert.Equal(t, "10.0.0.1:9042", connectedHost(t, cc).Addr)
+	})
+}
+
+// Authentication rejected: classified, surfaced in Status, and not retried before DelayCap.
+func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab()
+		defer l.close()
+		l.add("10.0.0.1:9042", &fakeNode{user: "u", pass: "right"})
+		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
+			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
+		cc, err := NewWithConfig(cfg, WithRand(half))
+		require.NoError(t, err)
+		defer cc.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		err = cc.Start(ctx)
+		require.Error(t, err)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		st := cc.Status()
+		assert.Equal(t, ClassAuth, st.LastErrClass, "%v", st.LastErr)
+		assert.True(t, reconnect.IsNonRetryable(st.LastErr))
+		assert.Equal(t, reconnect.StateScheduled, st.State)
+		assert.GreaterOrEqual(t, st.NextAttemptAt.Sub(time.Now()), reconnect.DefaultDelayCap-time.Second)
+		assert.Len(t, l.dialled(), 1)
+		time.Sleep(reconnect.DefaultDelayCap - time.Second - time.Millisecond)
+		assert.Len(t, l.dialled(), 1, "no second attempt before DelayCap")
+	})
+}
+
+// Close returns promptly from every state: scheduled, attempting (blackholed), connected.
+func TestCloseIsPromptFromAnyState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab()
+		defer l.close()
+		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l}}
+
+		// Scheduled: nothing answers.
+		cc, err := NewWithConfig(cfg)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_ = cc.Start(ctx)
+		cancel()
+		require.Equal(t, reconnect.StateScheduled, cc.Status().State)
+		start := time.Now()
+		require.NoError(t, cc.Close())
+		assert.Equal(t, time.Duration(0), time.Since(start))
+
+		// Attempting: the only host is blackholed.
+		l.silent("10.0.0.1:9042")
+		cc, err = NewWithConfig(cfg)
+		require.NoError(t, err)
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		_ = cc.Start(ctx)
+		cancel()
+		require.Equal(t, reconnect.StateAttempting, cc.Status().State)
+		start = time.Now()
+		require.NoError(t, cc.Close())
+		assert.Equal(t, time.Duration(0), time.Since(start))
+		synctest.Wait()
+		assert.Equal(t, 0, l.open(), "the attempt's dial was closed")
+
+		// A request waiting for a connection is released with ErrClosed.
+		cc, err = NewWithConfig(cfg)
+		require.NoError(t, err)
+		go func() { _ = cc.Start(context.Background()) }()
+		errc := make(chan error, 1)
+		go func() { errc <- cc.Refresh(context.Background()) }()
+		time.Sleep(time.Second)
+		require.NoError(t, cc.Close())
+		assert.ErrorIs(t, <-errc, ErrClosed)
+	})
+}
+
+func TestCadenceValidation(t *testing.T) {
+	require.NoError(t, Cadence{}.Validate())
+	cases := map[string]Cadence{
+		"HeartbeatTimeout must be positive":   {HeartbeatTimeout: -1},
+		"ConnectTimeout must be positive":     {ConnectTimeout: -1},
+		"StaggerDelay must be positive":       {StaggerDelay: -1},
+		"RequestTimeout must be positive":     {RequestTimeout: -1},
+		"must be shorter than ConnectTimeout": {StaggerDelay: time.Second, ConnectTimeout: time.Second},
+		"must not exceed HeartbeatInterval":   {HeartbeatInterval: time.Second, HeartbeatTimeout: 2 * time.Second},
+		"DelayCap":                            {DelayCap: -1},
+		"Jitter":                              {Policy: reconnect.Exponential{Base: time.Second, Multiplier: 2, Max: time.Minute, Jitter: 1.5}},
+	}
+	for want, cad := range cases {
+		err := cad.Validate()
+		assert.ErrorIs(t, err, ErrInvalidCadence, want)
+		assert.ErrorContains(t, err, want)
+		_, err = NewWithConfig(Config{ContactPoints: []string{"127.0.0.1"}, Cadence: cad})
+		assert.ErrorIs(t, err, ErrInvalidCadence, want)
+	}
+	d := Cadence{}.WithDefaults()
+	assert.Equal(t, 30*time.Second, d.DelayCap)
+	assert.Equal(t, 500*time.Millisecond, d.MinReArmInterval)
+	assert.Equal(t, 10*time.Second, d.StableAfter)
+	assert.Equal(t, 30*time.Second, d.HeartbeatInterval)
+	assert.Equal(t, 5*time.Second, d.HeartbeatTimeout)
+	assert.Equal(t, 5*time.Second, d.ConnectTimeout)
+	assert.Equal(t, 200*time.Millisecond, d.StaggerDelay)
+	assert.Equal(t, 60*time.Second, d.MetadataRefreshInterval)
+	assert.Equal(t, reconnect.DefaultPolicy(), d.Policy)
+
+	_, err := NewWithConfig(Config{})
+	assert.ErrorContains(t, err, "no contact points")
+	_, err = NewWithConfig(Config{ContactPoints: []string{"x"}, Conn: ConnConfig{ProtoVersion: 5}})
+	assert.ErrorContains(t, err, "protocol version 5 not supported")
+}
+
+func TestConfigFromGocql(t *testing.T) {
+	auth := gocql.PasswordAuthenticator{Username: "u", Password: "p"}
+	cluster := gocql.NewCluster("10.0.0.1", "db.example:9999")
+	cluster.Port = 19042
+	cluster.Authenticator = auth
+	cluster.SslOpts = &gocql.SslOptions{EnableHostVerification: true}
+	cluster.SocketKeepalive = 7 * time.Second
+	cluster.ProtoVersion = 4
+
+	c, err := ConfigFromGocql(cluster, Cadence{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"10.0.0.1", "db.example:9999"}, c.ContactPoints)
+	assert.Equal(t, 19042, c.Port)
+	assert.Equal(t, auth, c.Conn.Authenticator)
+	require.NotNil(t, c.Conn.TLS)
+	assert.False(t, c.Conn.TLS.InsecureSkipVerify)
+	assert.Equal(t, 7*time.Second, c.Conn.Keepalive)
+	assert.Equal(t, 4, c.Conn.ProtoVersion)
+	assert.Equal(t, 11*time.Second, c.Cadence.ConnectTimeout, "gocql's ConnectTimeout when the cadence leaves it zero")
+
+	c, err = ConfigFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, c.Cadence.ConnectTimeout)
+
+	cluster.SslOpts = &gocql.SslOptions{}
+	c, err = ConfigFromGocql(cluster, Cadence{})
+	require.NoError(t, err)
+	assert.True(t, c.Conn.TLS.InsecureSkipVerify, "gocql: SslOpts without Config and without host verification skips verification")
+
+	cluster.HostDialer = &recordingHostDialer{}
+	c, err = ConfigFromGocql(cluster, Cadence{})
+	require.NoError(t, err)
+	assert.Nil(t, c.Conn.TLS, "HostDialer does TLS itself")
+
+	cluster.AuthProvider = func(*gocql.HostInfo) (gocql.Authenticator, error) { return auth, nil }
+	_, err = ConfigFromGocql(cluster, Cadence{})
+	assert.ErrorContains(t, err, "both Authenticator and AuthProvider")
+	_, err = ConfigFromGocql(nil, Cadence{})
+	assert.Error(t, err)
+}
+
+func TestNewInstallsListenerOnGocqlConfig(t *testing.T) {
+	cluster := gocql.NewCluster("127.0.0.1")
+	inner := gocql.RoundRobinHostPolicy()
+	cluster.PoolConfig.HostSelectionPolicy = inner
+	cc, err := New(cluster, Cadence{})
+	require.NoError(t, err)
+	assert.NotNil(t, cc.queue)
+	assert.True(t, cc.ownQueue)
+	assert.NotSame(t, inner, cluster.PoolConfig.HostSelectionPolicy, "policy wrapped")
+	require.NoError(t, cc.Close())
+
+	_, err = New(gocql.NewCluster(), Cadence{})
+	assert.ErrorContains(t, err, "no contact points")
+	assert.Nil(t, errors.Unwrap(nil))
+}
+
+// Servers from release 4.0 get system.peers_v2 first; an Invalid answer falls back to
+// system.peers, and the connection remembers it.
+func TestPeersV2FallbackRememberedPerConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		c.mu.Lock()
+		c.release = "4.0.11"
+		c.mu.Unlock()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		require.NoError(t, cc.Refresh(context.Background()))
+		require.NoError(t, cc.Refresh(context.Background()))
+		assert.Equal(t, 3, c.queried("system.local"))
+		assert.Equal(t, 1, c.queried("system.peers_v2"), "tried once, then remembered")
+		assert.Equal(t, 3, c.queried("system.peers"))
+		assert.Equal(t, 2, cc.Snapshot().Len())
+	})
+}
+
+type sourceRecorder struct {
+	hostevents.NopQueueObserver
+	mu     sync.Mutex
+	events []hostevents.Event
+}
+
+func (r *sourceRecorder) Received(e hostevents.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// UP and NEW_NODE pushed on our own connection are host events of source "control", keyed by
+// the host ID the snapshot knows.
+func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(2)
+		defer c.close()
+		rec := &sourceRecorder{}
+		q, err := hostevents.NewQueue(hostevents.QueueConfig{Observer: rec})
+		require.NoError(t, err)
+		defer q.Close()
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		defer cc.Close()
+		startCC(t, cc)
+		served := c.node(nodeNumber(c, connectedHost(t, cc)))
+		other := c.member(1)
+		if other.addr() == connectedHost(t, cc).Addr {
+			other = c.member(2)
+		}
+		served.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+			Address: &primitive.Inet{Addr: net.ParseIP(other.ip), Port: 9042}})
+		synctest.Wait()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		require.Len(t, rec.events, 1)
+		e := rec.events[0]
+		assert.Equal(t, hostevents.SourceControl, e.Source)
+		assert.Equal(t, hostevents.KindUp, e.Kind)
+		assert.Equal(t, other.id, e.HostID)
+		assert.Equal(t, 9042, e.Port)
+	})
+}
+
+type reasonRecorder struct {
+	reconnect.NopObserver
+	mu      sync.Mutex
+	reasons []reconnect.Reason
+	hints   []string
+}
+
+func (r *reasonRecorder) AttemptStarted(a reconnect.Attempt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a.ReArmed {
+		r.reasons = append(r.reasons, a.Reason)
+		r.hints = append(r.hints, a.Hint)
+	}
+}
+
+// A host added (weaker evidence than up) re-arms too, with its own reason; when a batch
+// holds both, the up host wins.
+func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newFakeCluster(3)
+		defer c.close()
+		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+		require.NoError(t, err)
+		defer q.Close()
+		rec := &reasonRecorder{}
+		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}},
+			WithHostEvents(q), WithReconnectObserver(rec))
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+		c.stopAll()
+		time.Sleep(time.Second)
+
+		m1, m3 := c.member(1), c.member(3)
+		q.Push(hostevents.Event{HostID: m1.id, Addr: net.ParseIP(m1.ip), Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
+		time.Sleep(time.Second) // re-armed attempt, fails (all down)
+		c.start(3)
+		q.Push(hostevents.Event{HostID: m1.id, Addr: net.ParseIP(m1.ip), Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: m3.id, Addr: net.ParseIP(m3.ip), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		time.Sleep(time.Second)
+		assert.Equal(t, m3.addr(), connectedHost(t, cc).Addr)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		assert.Equal(t, []reconnect.Reason{reconnect.ReasonHostAdded, reconnect.ReasonHostUp}, rec.reasons)
+		assert.Equal(t, []string{m1.id, m3.id}, rec.hints)
+	})
+}

@@ -1,0 +1,138 @@
+package controlconn
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/gocql/gocql"
+)
+
+// New builds a ControlConnection from the gocql configuration the application already has and
+// installs the host-event listener on it, so that the sessions created from cfg afterwards
+// feed recovery with evidence:
+//
+//	cluster := gocql.NewCluster("10.0.0.1", "10.0.0.2")
+//	cc, err := controlconn.New(cluster, controlconn.Cadence{})
+//	if err != nil { ... }
+//	defer cc.Close()
+//	session, err := cluster.CreateSession() // after New: the listener is in cfg now
+//	if err := cc.Start(ctx); err != nil { ... }
+//
+// From cfg it takes Hosts, Port, ProtoVersion, CQLVersion, Authenticator or AuthProvider,
+// SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
+// AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
+// cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
+// WithQueueConfig) and closes on Close, unless WithHostEvents passes one.
+func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
+	c, err := ConfigFromGocql(cfg, cadence)
+	if err != nil {
+		return nil, err
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	own := false
+	if o.queue == nil {
+		q, err := hostevents.NewQueue(o.queueConfig)
+		if err != nil {
+			return nil, fmt.Errorf("controlconn: host event queue: %w", err)
+		}
+		opts = append(opts, WithHostEvents(q))
+		o.queue, own = q, true
+	}
+	cc, err := NewWithConfig(c, opts...)
+	if err != nil {
+		if own {
+			_ = o.queue.Close()
+		}
+		return nil, err
+	}
+	cc.ownQueue = own
+	hostevents.Install(cfg, o.queue)
+	return cc, nil
+}
+
+// ConfigFromGocql translates the connection settings of a gocql.ClusterConfig (see New) into
+// a Config with the given cadence. It does not modify cfg.
+func ConfigFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (Config, error) {
+	if cfg == nil {
+		return Config{}, errors.New("controlconn: nil gocql.ClusterConfig")
+	}
+	if cfg.Authenticator != nil && cfg.AuthProvider != nil {
+		return Config{}, errors.New("controlconn: gocql config sets both Authenticator and AuthProvider")
+	}
+	c := Config{
+		ContactPoints:     append([]string(nil), cfg.Hosts...),
+		Port:              cfg.Port,
+		AddressTranslator: cfg.AddressTranslator,
+		Cadence:           cadence,
+		Conn: ConnConfig{
+			ProtoVersion:  cfg.ProtoVersion,
+			CQLVersion:    cfg.CQLVersion,
+			Authenticator: cfg.Authenticator,
+			AuthProvider:  cfg.AuthProvider,
+			HostDialer:    cfg.HostDialer,
+			Dialer:        cfg.Dialer,
+		},
+	}
+	if cfg.SocketKeepalive > 0 {
+		c.Conn.Keepalive = cfg.SocketKeepalive
+	}
+	if c.Cadence.ConnectTimeout == 0 && cfg.ConnectTimeout > 0 {
+		c.Cadence.ConnectTimeout = cfg.ConnectTimeout
+	}
+	if cfg.HostDialer == nil && cfg.SslOpts != nil {
+		tc, err := tlsConfig(cfg.SslOpts)
+		if err != nil {
+			return Config{}, err
+		}
+		c.Conn.TLS = tc
+	}
+	return c, c.Validate()
+}
+
+// tlsConfig follows gocql v1.7.0's setupTLSConfig:
+//
+//	Config.InsecureSkipVerify | EnableHostVerification | Result
+//	Config is nil             | false                  | do not verify host
+//	Config is nil             | true                   | verify host
+//	false                     | false                  | verify host
+//	true                      | false                  | do not verify host
+//	false                     | true                   | verify host
+//	true                      | true                   | verify host
+func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
+	var tc *tls.Config
+	if o.Config == nil {
+		tc = &tls.Config{InsecureSkipVerify: !o.EnableHostVerification}
+	} else {
+		tc = o.Config.Clone()
+	}
+	if tc.InsecureSkipVerify && o.EnableHostVerification {
+		tc.InsecureSkipVerify = false
+	}
+	if o.CaPath != "" {
+		if tc.RootCAs == nil {
+			tc.RootCAs = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(o.CaPath)
+		if err != nil {
+			return nil, fmt.Errorf("controlconn: unable to open CA certs: %w", err)
+		}
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, errors.New("controlconn: failed parsing CA certs")
+		}
+	}
+	if o.CertPath != "" || o.KeyPath != "" {
+		cert, err := tls.LoadX509KeyPair(o.CertPath, o.KeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("controlconn: unable to load X509 key pair: %w", err)
+		}
+		tc.Certificates = append(tc.Certificates, cert)
+	}
+	return tc, nil
+}

@@ -1,0 +1,387 @@
+package controlconn
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Belief is what the control connection believes about a host's availability.
+type Belief uint8
+
+const (
+	BeliefUnknown Belief = iota // no evidence either way (just added, or never seen)
+	BeliefUp                    // the last snapshot or event said up
+	BeliefDown                  // the last snapshot or event said down
+)
+
+func (b Belief) String() string {
+	switch b {
+	case BeliefUp:
+		return "up"
+	case BeliefDown:
+		return "down"
+	}
+	return "unknown"
+}
+
+// PlanHost is one known host as the planner sees it.
+type PlanHost struct {
+	Endpoint
+	Belief Belief
+}
+
+// PlanInput is everything the host plan of one attempt depends on besides the planner's own
+// record of failed dials.
+type PlanInput struct {
+	Hint    string     // evidenced host: host ID, "ip" or "ip:port"; "" for none
+	Hosts   []PlanHost // known hosts (from the last metadata snapshot and host events)
+	LocalDC string     // when set, local-DC hosts come before remote ones within a group
+	Port    int        // port for a hint given as a bare IP
+	ReArmed bool       // the attempt was started by evidence: down hosts respect their backoff
+}
+
+// Planner orders the hosts of each attempt and remembers, per address, the dials that failed.
+// In an attempt started by evidence (a re-arm) a known-down host is dialled at most once per
+// its own backoff: after k consecutive failures it waits min(base·2^(k-1), max) before it is
+// dialled again, so evidence arriving twice a second cannot make dead hosts be dialled twice
+// a second. Attempts of the blind schedule dial every known host: the schedule is their
+// backoff, and skipping a host there could make recovery later than DelayCap. The evidenced
+// host ignores its backoff, and so does the longest-waiting host when every candidate would
+// otherwise be skipped, so an attempt always dials at least one host.
+//
+// Plan, Admit and the dial records are called by the attempt goroutine; Evidence by the
+// owner goroutine; mu serialises them.
+type Planner struct {
+	base, max time.Duration
+	shuffle   func(n int, swap func(i, j int))
+
+	mu   sync.Mutex
+	down map[string]*downRecord // by address "ip:port"
+}
+
+type downRecord struct {
+	failures int
+	lastFail time.Time
+	next     time.Time // not dialled before this, unless evidenced or forced
+}
+
+// Defaults of the per-host backoff of known-down hosts.
+const (
+	DefaultDownBackoffBase = time.Second
+)
+
+// NewPlanner returns a planner whose down-host backoff starts at base and doubles up to max.
+// shuffle may be nil (math/rand/v2); tests pass a deterministic one.
+func NewPlanner(base, max time.Duration, shuffle func(n int, swap func(i, j int))) *Planner {
+	if shuffle == nil {
+		shuffle = rand.Shuffle
+	}
+	return &Planner{base: base, max: max, shuffle: shuffle, down: map[string]*downRecord{}}
+}
+
+// Plan is the ordered host plan of one attempt.
+type Plan struct {
+	Endpoints []Endpoint // in dial order: evidenced, up, unknown, eligible down
+	seen      map[string]bool
+	backoff   bool // down hosts and failed contact points respect their backoff
+}
+
+// Plan orders the known hosts: the evidenced host first; then hosts believed up (shuffled,
+// local DC first); then unknown (same order rule); then hosts known down — believed down or
+// with a failed dial on record — longest-waiting first, and in a re-armed attempt only those
+// whose backoff has expired. Contact points are appended later through Admit.
+func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	plan := &Plan{seen: map[string]bool{}, backoff: in.ReArmed}
+	add := func(ep Endpoint) {
+		if ep.Addr == "" || plan.seen[ep.Addr] {
+			return
+		}
+		plan.seen[ep.Addr] = true
+		plan.Endpoints = append(plan.Endpoints, ep)
+	}
+
+	hinted := -1
+	if in.Hint != "" {
+		for i, h := range in.Hosts {
+			if matchesHint(h.Endpoint, in.Hint) {
+				hinted = i
+				add(h.Endpoint)
+				break
+			}
+		}
+		if hinted < 0 {
+			if ep, ok := hintEndpoint(in.Hint, in.Port); ok {
+				add(ep)
+			}
+		}
+	}
+
+	var up, unknown, down []PlanHost
+	for i, h := range in.Hosts {
+		if i == hinted {
+			continue
+		}
+		rec := p.down[h.Addr]
+		switch {
+		case rec != nil || h.Belief == BeliefDown:
+			down = append(down, h)
+		case h.Belief == BeliefUp:
+			up = append(up, h)
+		default:
+			unknown = append(unknown, h)
+		}
+	}
+	for _, group := range [][]PlanHost{up, unknown} {
+		p.shuffle(len(group), func(i, j int) { group[i], group[j] = group[j], group[i] })
+		for _, h := range localFirst(group, in.LocalDC) {
+			add(h.Endpoint)
+		}
+	}
+	sortByWait(down, p.down)
+	for _, h := range down {
+		if !plan.backoff || p.eligible(h.Addr, now) {
+			add(h.Endpoint)
+		}
+	}
+	return plan
+}
+
+// Admit filters the contact points (already resolved) for plan: addresses already in the plan
+// are dropped; in a re-armed attempt, addresses with a failed dial on record are admitted only
+// once their backoff expired. If
+// nothing at all would be dialled, the longest-waiting candidate (known host or contact
+// point) is admitted anyway. The admitted endpoints are also appended to plan.Endpoints.
+func (p *Planner) Admit(now time.Time, plan *Plan, contacts []Endpoint, known []PlanHost) []Endpoint {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []Endpoint
+	var skipped []Endpoint
+	for _, ep := range contacts {
+		if plan.seen[ep.Addr] {
+			continue
+		}
+		plan.seen[ep.Addr] = true
+		if plan.backoff && !p.eligible(ep.Addr, now) {
+			skipped = append(skipped, ep)
+			continue
+		}
+		out = append(out, ep)
+	}
+	if len(plan.Endpoints) == 0 && len(out) == 0 {
+		candidates := skipped
+		for _, h := range known {
+			candidates = append(candidates, h.Endpoint)
+		}
+		var best *Endpoint
+		var bestNext time.Time
+		for i := range candidates {
+			next := time.Time{}
+			if rec := p.down[candidates[i].Addr]; rec != nil {
+				next = rec.next
+			}
+			if best == nil || next.Before(bestNext) {
+				best, bestNext = &candidates[i], next
+			}
+		}
+		if best != nil {
+			out = append(out, *best)
+		}
+	}
+	plan.Endpoints = append(plan.Endpoints, out...)
+	return out
+}
+
+func (p *Planner) eligible(addr string, now time.Time) bool {
+	rec := p.down[addr]
+	return rec == nil || !now.Before(rec.next)
+}
+
+// DialFailed records a failed dial of addr at now and extends its backoff.
+func (p *Planner) DialFailed(addr string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rec := p.down[addr]
+	if rec == nil {
+		rec = &downRecord{}
+		p.down[addr] = rec
+	}
+	rec.failures++
+	rec.lastFail = now
+	rec.next = now.Add(p.backoff(rec.failures))
+}
+
+// DialSucceeded forgets the failures of addr.
+func (p *Planner) DialSucceeded(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.down, addr)
+}
+
+// Evidence forgets the failures of the host with this ID or address: something (gocql's pool,
+// a server event) says it is up, so its backoff no longer applies.
+func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.down, hostIDOrAddr)
+	for _, h := range hosts {
+		if matchesHint(h.Endpoint, hostIDOrAddr) {
+			delete(p.down, h.Addr)
+		}
+	}
+}
+
+// Suspect puts addr among the known-down hosts without a backoff (it is dialled after the
+// hosts believed up and unknown), unless it already has a record: its connection was just lost.
+func (p *Planner) Suspect(addr string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down[addr] == nil {
+		p.down[addr] = &downRecord{next: now}
+	}
+}
+
+// NextEligible returns when addr may be dialled again (zero if now).
+func (p *Planner) NextEligible(addr string) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rec := p.down[addr]; rec != nil {
+		return rec.next
+	}
+	return time.Time{}
+}
+
+func (p *Planner) backoff(failures int) time.Duration {
+	d := p.base
+	for i := 1; i < failures && d < p.max; i++ {
+		d *= 2
+	}
+	return min(d, p.max)
+}
+
+// matchesHint reports whether hint names ep: by host ID, address or IP.
+func matchesHint(ep Endpoint, hint string) bool {
+	if hint == "" {
+		return false
+	}
+	if ep.HostID != "" && strings.EqualFold(ep.HostID, hint) {
+		return true
+	}
+	if ep.Addr == hint {
+		return true
+	}
+	host, _, err := net.SplitHostPort(ep.Addr)
+	if err != nil {
+		return false
+	}
+	hip, aip := net.ParseIP(hint), net.ParseIP(host)
+	return hip != nil && aip != nil && hip.Equal(aip)
+}
+
+// hintEndpoint turns a hint that is an address into an endpoint (a host not yet known).
+func hintEndpoint(hint string, port int) (Endpoint, bool) {
+	if host, p, err := net.SplitHostPort(hint); err == nil {
+		if net.ParseIP(host) != nil {
+			return Endpoint{Addr: net.JoinHostPort(host, p)}, true
+		}
+		return Endpoint{}, false
+	}
+	if ip := net.ParseIP(hint); ip != nil && port > 0 {
+		return Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(port))}, true
+	}
+	return Endpoint{}, false
+}
+
+// localFirst is a stable partition: hosts of dc, then the others.
+func localFirst(hosts []PlanHost, dc string) []PlanHost {
+	if dc == "" {
+		return hosts
+	}
+	out := make([]PlanHost, 0, len(hosts))
+	for _, h := range hosts {
+		if h.DC == dc {
+			out = append(out, h)
+		}
+	}
+	for _, h := range hosts {
+		if h.DC != dc {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// sortByWait orders down hosts so the one allowed soonest (the longest-waiting) comes first;
+// hosts with no record (believed down, never dialled) come before all.
+func sortByWait(hosts []PlanHost, recs map[string]*downRecord) {
+	next := func(h PlanHost) time.Time {
+		if r := recs[h.Addr]; r != nil {
+			return r.next
+		}
+		return time.Time{}
+	}
+	// insertion sort: plans are small and the order must be stable for equal times
+	for i := 1; i < len(hosts); i++ {
+		for j := i; j > 0 && next(hosts[j]).Before(next(hosts[j-1])); j-- {
+			hosts[j], hosts[j-1] = hosts[j-1], hosts[j]
+		}
+	}
+}
+
+// Resolver looks up the IP addresses of a host name (net.DefaultResolver.LookupIP by default).
+type Resolver func(ctx context.Context, host string) ([]net.IP, error)
+
+func defaultResolver(ctx context.Context, host string) ([]net.IP, error) {
+	return net.DefaultResolver.LookupIP(ctx, "ip", host)
+}
+
+// ResolveContactPoints turns contact points ("host" or "host:port", as in
+// gocql.ClusterConfig.Hosts) into endpoints, looking names up again every time: pods come back
+// with new IPs. As gocql does, IPv4 addresses are preferred when a name has any. Names that do
+// not resolve are skipped; the error of the last failure is returned with what did resolve.
+func ResolveContactPoints(ctx context.Context, hosts []string, port int, resolve Resolver) ([]Endpoint, error) {
+	if resolve == nil {
+		resolve = defaultResolver
+	}
+	var out []Endpoint
+	var lastErr error
+	for _, h := range hosts {
+		host, p := strings.TrimSpace(h), port
+		if hh, ps, err := net.SplitHostPort(host); err == nil {
+			n, err := strconv.Atoi(ps)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			host, p = hh, n
+		}
+		if ip := net.ParseIP(host); ip != nil {
+			out = append(out, Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(p))})
+			continue
+		}
+		ips, err := resolve(ctx, host)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var v4 []net.IP
+		for _, ip := range ips {
+			if ip4 := ip.To4(); ip4 != nil {
+				v4 = append(v4, ip4)
+			}
+		}
+		if len(v4) > 0 {
+			ips = v4
+		}
+		for _, ip := range ips {
+			out = append(out, Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(p)), Hostname: host})
+		}
+	}
+	return out, lastErr
+}
