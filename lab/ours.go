@@ -1,0 +1,76 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
+)
+
+// epoch is the virtual instant of the loss; reconnect.Recovery works in time.Time.
+var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// errRefused is what every dial to a node that is down gets.
+var errRefused = errors.New("lab: connection refused")
+
+// evidenceHint is the host gocql's pool reconnected to; it rides on the re-arm.
+const evidenceHint = "host-1"
+
+// ours is the real decision core, reconnect.Recovery, as reconnect.Handler runs it: Handler's
+// goroutine only turns timers, results and re-arms into these calls, so driving them in virtual
+// time is driving Handler's logic. The connection had been up for an hour (longer than
+// StableAfter) when it was lost, so Lost starts a fresh recovery with an immediate attempt.
+type ours struct {
+	r     *reconnect.Recovery
+	dials int
+	stuck bool // StartAttempt refused an attempt next said was due
+}
+
+// newOurs returns a Recovery that has just lost a stable connection; u drives its jitter.
+func newOurs(cfg reconnect.Config, dials int, u func() float64) (*ours, error) {
+	cfg.Rand, cfg.Observer = u, nil
+	r, err := reconnect.NewRecovery(cfg)
+	if err != nil {
+		return nil, err
+	}
+	up := epoch.Add(-time.Hour)
+	r.Begin(up)
+	if _, ok := r.StartAttempt(up); !ok {
+		return nil, errors.New("lab: the first attempt of a new Recovery was not due at once")
+	}
+	r.Finish(up, nil)
+	r.Lost(epoch)
+	if r.State() != reconnect.StateScheduled {
+		return nil, fmt.Errorf("lab: a Recovery that lost a stable connection is %v, not scheduled", r.State())
+	}
+	return &ours{r: r, dials: dials}, nil
+}
+
+func (o *ours) next() time.Duration {
+	if at := o.r.NextAt(); !at.IsZero() && !o.stuck {
+		return at.Sub(epoch)
+	}
+	return -1 // not scheduled: the engine reports it
+}
+
+func (o *ours) start(at time.Duration) {
+	if _, ok := o.r.StartAttempt(epoch.Add(at)); !ok {
+		o.stuck = true
+	}
+}
+
+func (o *ours) finish(at time.Duration, connected bool) {
+	var err error
+	if !connected {
+		err = errRefused
+	}
+	o.r.Finish(epoch.Add(at), err)
+}
+
+// evidence is a batch from the host-event queue saying gocql's pool connected to a host.
+func (o *ours) evidence(at time.Duration) {
+	o.r.ReArm(epoch.Add(at), reconnect.ReasonHostUp, evidenceHint)
+}
+
+func (o *ours) hosts() int { return o.dials }
