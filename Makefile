@@ -26,5 +26,12 @@ demo:
 sim:
 	$(GO) run ./cmd/cqlcontrol sim
 
+# The container image (Dockerfile): the static binary is built here, then copied into a FROM scratch
+# image, so nothing is pulled. IMAGE=name:tag overrides the tag.
+image:
+	mkdir -p bin/image
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/image/cqlcontrol ./cmd/cqlcontrol
+	docker build -t $(or $(IMAGE),cqlcontrol-sim:latest) -f Dockerfile bin/image
+
 clean:
 	rm -rf bin

@@ -31,6 +31,8 @@ type Cluster struct {
 	nodesMu sync.RWMutex
 	nodes   []*Node // every node ever created, by index; guarded by nodesMu
 
+	static *staticPeers // peers in other processes (StartStatic), nil otherwise; set before the first node serves
+
 	credMu     sync.RWMutex
 	user, pass string // guarded by credMu
 
@@ -40,6 +42,31 @@ type Cluster struct {
 
 // Start starts a cluster of cfg.Nodes nodes, all up, and returns once every CQL port accepts.
 func Start(cfg Config) (*Cluster, error) {
+	c, err := newCluster(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg = c.cfg
+	addrs := make([]net.IP, cfg.Nodes)
+	for i := range addrs {
+		addrs[i] = addIP(c.base, i)
+	}
+	listeners, port, err := listenAll(addrs, cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	c.port = port
+	for i := 0; i < cfg.Nodes; i++ {
+		n := newNode(c, i, initialTokens(i, cfg.Nodes, cfg.TokensPerNode))
+		c.nodes = append(c.nodes, n)
+		c.gossip.seed(i)
+		n.startOn(listeners[i])
+	}
+	return c, nil
+}
+
+// newCluster validates cfg and builds a cluster without nodes.
+func newCluster(cfg Config) (*Cluster, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -57,29 +84,6 @@ func Start(cfg Config) (*Cluster, error) {
 	}
 	installSystemTables(c.store, rel)
 	c.gossip = newGossip(gossipDelays{up: cfg.GossipDelay, stop: cfg.StopAnnounceDelay, failure: cfg.KillDetectDelay}, c)
-
-	addrs := make([]net.IP, cfg.Nodes)
-	for i := range addrs {
-		addrs[i] = addIP(c.base, i)
-	}
-	listeners, port, err := listenAll(addrs, cfg.Port)
-	if err != nil {
-		return nil, err
-	}
-	c.port = port
-	for i := 0; i < cfg.Nodes; i++ {
-		n := newNode(c, i, initialTokens(i, cfg.Nodes, cfg.TokensPerNode))
-		c.nodes = append(c.nodes, n)
-		c.gossip.seed(i)
-		n.generation.Store(int32(time.Now().Unix()))
-		n.opMu.Lock()
-		n.mu.Lock()
-		n.state = StateStarting
-		n.mu.Unlock()
-		n.record(EventNodeStarting, "", "")
-		n.serve(listeners[i])
-		n.opMu.Unlock()
-	}
 	return c, nil
 }
 
@@ -300,6 +304,9 @@ func (c *Cluster) AddNode() (*Node, error) {
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
+	if c.static != nil {
+		return nil, ErrStaticMembership
+	}
 	c.nodesMu.Lock()
 	n := newNode(c, len(c.nodes), randomTokens(c.cfg.TokensPerNode))
 	c.nodes = append(c.nodes, n)
@@ -312,6 +319,9 @@ func (c *Cluster) AddNode() (*Node, error) {
 // RemoveNode decommissions node i: it stops (if running) and the others announce REMOVED_NODE and drop it
 // from system.peers after StopAnnounceDelay.
 func (c *Cluster) RemoveNode(i int) error {
+	if c.static != nil {
+		return ErrStaticMembership
+	}
 	n := c.Node(i)
 	if n == nil {
 		return fmt.Errorf("cqlsim: no node %d", i)
@@ -364,6 +374,9 @@ func (c *Cluster) isClosed() bool {
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.done)
+		if c.static != nil {
+			c.static.close()
+		}
 		c.gossip.close()
 		for _, n := range c.allNodes() {
 			n.opMu.Lock()
@@ -378,19 +391,7 @@ func (c *Cluster) Close() error {
 // and is called with the gossip lock held.
 func (c *Cluster) announce(about int, change Change) {
 	subject := c.Node(about)
-	addr := &primitive.Inet{Addr: subject.IP(), Port: int32(c.port)}
-	var (
-		typ primitive.EventType
-		ev  message.Event
-	)
-	switch change {
-	case ChangeUp, ChangeDown:
-		typ = primitive.EventTypeStatusChange
-		ev = &message.StatusChangeEvent{ChangeType: primitive.StatusChangeType(change), Address: addr}
-	default:
-		typ = primitive.EventTypeTopologyChange
-		ev = &message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeType(change), Address: addr}
-	}
+	typ, ev := changeEvent(subject.IP(), c.port, change)
 	for _, n := range c.allNodes() {
 		if n.index != about {
 			n.pushEvent(typ, ev)
@@ -398,6 +399,16 @@ func (c *Cluster) announce(about int, change Change) {
 	}
 	subject.record(EventAnnounced, "", string(change))
 	c.cfg.Logf("cqlsim: announced %s %s", change, subject.Addr())
+}
+
+// changeEvent is the STATUS_CHANGE or TOPOLOGY_CHANGE event that announces change about the node at ip.
+func changeEvent(ip net.IP, port int, change Change) (primitive.EventType, message.Event) {
+	addr := &primitive.Inet{Addr: ip, Port: int32(port)}
+	switch change {
+	case ChangeUp, ChangeDown:
+		return primitive.EventTypeStatusChange, &message.StatusChangeEvent{ChangeType: primitive.StatusChangeType(change), Address: addr}
+	}
+	return primitive.EventTypeTopologyChange, &message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeType(change), Address: addr}
 }
 
 // schemaChanged pushes a SCHEMA_CHANGE from every up node, the coordinator included.
@@ -416,6 +427,9 @@ func (c *Cluster) peersOf(n *Node) []*Node {
 		if p.index != n.index && p.index < len(view) && view[p.index].known {
 			out = append(out, p)
 		}
+	}
+	if c.static != nil {
+		out = append(out, c.static.known()...)
 	}
 	return out
 }

@@ -55,11 +55,15 @@ func newGossip(d gossipDelays, sink announcer) *gossip {
 }
 
 // seed adds node i to the view as a known, live member without announcing it (the cluster's founding nodes).
-func (g *gossip) seed(i int) {
+func (g *gossip) seed(i int) { g.seedAs(i, true) }
+
+// seedAs adds node i to the view as a known member believed up or down, without announcing it (a node
+// that joins a running cluster learns the others' state this way).
+func (g *gossip) seedAs(i int, alive bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.grow(i)
-	g.members[i].known, g.members[i].alive = true, true
+	g.members[i].known, g.members[i].alive = true, alive
 }
 
 // add makes room for node i, not yet known to the others (AddNode before its port opens).

@@ -40,6 +40,7 @@ type Node struct {
 	index  int
 	ip     net.IP
 	addr   string
+	bind   string // address the CQL port listens on when it is not addr (a static node binding 0.0.0.0)
 	hostID primitive.UUID
 	dc     string
 	rack   string
@@ -233,7 +234,7 @@ func (n *Node) openPort(seq uint64) error {
 		return errStaleStart
 	}
 	n.mu.Unlock()
-	ln, err := listenTCP(n.addr)
+	ln, err := listenTCP(n.listenAddr())
 	if err != nil {
 		n.mu.Lock()
 		n.state = StateDown
@@ -242,6 +243,26 @@ func (n *Node) openPort(seq uint64) error {
 	}
 	n.serve(ln)
 	return nil
+}
+
+// listenAddr is where the CQL port binds: the node's own address unless it binds a wider one.
+func (n *Node) listenAddr() string {
+	if n.bind != "" {
+		return n.bind
+	}
+	return n.addr
+}
+
+// startOn makes a founding node up on a listener opened for it, as a start would, without announcing it.
+func (n *Node) startOn(ln *net.TCPListener) {
+	n.generation.Store(int32(time.Now().Unix()))
+	n.opMu.Lock()
+	defer n.opMu.Unlock()
+	n.mu.Lock()
+	n.state = StateStarting
+	n.mu.Unlock()
+	n.record(EventNodeStarting, "", "")
+	n.serve(ln)
 }
 
 func listenTCP(addr string) (*net.TCPListener, error) {
