@@ -42,12 +42,21 @@ type owner struct {
 	beliefs    map[string]belief // by hostevents key (host ID, else address)
 	periodic   *time.Timer
 	refreshed  chan refreshResult // cap 1: one worker at a time, so its send never blocks
+	adoptions  int                // connections adopted so far; probes start from the second
+	statusSeq  map[string]uint64  // by host ID: STATUS_CHANGE events applied, to tell stale probes
+	probed     chan probeResult   // probe workers -> run
 }
 
 // run is the owner goroutine.
 func (cc *ControlConnection) run() {
 	defer cc.wg.Done()
-	o := &owner{beliefs: map[string]belief{}, periodic: time.NewTimer(time.Hour), refreshed: make(chan refreshResult, 1)}
+	o := &owner{
+		beliefs:   map[string]belief{},
+		periodic:  time.NewTimer(time.Hour),
+		refreshed: make(chan refreshResult, 1),
+		statusSeq: map[string]uint64{},
+		probed:    make(chan probeResult),
+	}
 	o.periodic.Stop()
 	defer o.periodic.Stop()
 	links := make(chan *link, 1)
@@ -103,6 +112,8 @@ func (cc *ControlConnection) run() {
 			cc.wantRefresh(o)
 		case r := <-o.refreshed:
 			cc.onRefreshed(o, r)
+		case r := <-o.probed:
+			cc.onProbed(o, r)
 		}
 	}
 }
@@ -155,6 +166,10 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	cc.log.Info("control connection up", "addr", l.ep.Addr, "host_id", l.ep.HostID, "protocol", int(l.version), "changes", len(changes))
 	cc.resetPeriodic(o)
 	cc.maybeRefresh(o)
+	o.adoptions++
+	if o.adoptions > 1 {
+		cc.startProbes(o, l) // states carried over from before the loss may be stale
+	}
 }
 
 // lose handles the loss of the current connection: requests it was serving wait for the next.
@@ -258,6 +273,11 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 			return
 		}
 		up := e.ChangeType == primitive.StatusChangeTypeUp
+		if snap := cc.store.Current(); snap != nil {
+			if h, err := snap.HostByAddr(e.Address.Addr, int(e.Address.Port)); err == nil {
+				o.statusSeq[h.HostID()]++ // newer than any probe in flight
+			}
+		}
 		_, err := cc.store.ApplyStatus(e.Address.Addr, int(e.Address.Port), up)
 		switch {
 		case errors.Is(err, metadata.ErrUnknownHost):

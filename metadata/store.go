@@ -87,11 +87,32 @@ func (s *Store) ApplyStatus(addr net.IP, port int, up bool) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.setStateLocked(cur, h.hostID, up)
+}
+
+// SetState marks the host with the given ID up or down (a state learned otherwise than from a
+// pushed event, for example by probing it) and publishes the resulting snapshot. It returns no
+// changes if the host was already in that state, and an error wrapping ErrUnknownHost if the
+// current snapshot has no such host.
+func (s *Store) SetState(hostID string, up bool) ([]Change, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.cur.Load()
+	if cur == nil {
+		return nil, fmt.Errorf("metadata: %w: no snapshot yet for %s", ErrUnknownHost, hostID)
+	}
+	if _, ok := cur.Host(hostID); !ok {
+		return nil, fmt.Errorf("metadata: %w: %s", ErrUnknownHost, hostID)
+	}
+	return s.setStateLocked(cur, hostID, up)
+}
+
+func (s *Store) setStateLocked(cur *Snapshot, hostID string, up bool) ([]Change, error) {
 	st := StateDown
 	if up {
 		st = StateUp
 	}
-	next, err := cur.WithState(h.hostID, st)
+	next, err := cur.WithState(hostID, st)
 	if err != nil || next == cur {
 		return nil, err
 	}

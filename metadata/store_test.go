@@ -99,6 +99,30 @@ func TestStoreApplyStatus(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownHost)
 }
 
+func TestStoreSetState(t *testing.T) {
+	st := NewStore(nil)
+	_, err := st.SetState(uuidN(2), false)
+	require.ErrorIs(t, err, ErrUnknownHost, "no snapshot yet")
+
+	_, err = st.Refresh(threeHosts(t))
+	require.NoError(t, err)
+	changes, err := st.SetState(uuidN(2), false)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"host_down 000000000002"}, summary(changes))
+	assert.Equal(t, StateDown, st.Current().State(uuidN(2)))
+
+	changes, err = st.SetState(uuidN(2), false)
+	require.NoError(t, err)
+	assert.Empty(t, changes, "already down")
+
+	changes, err = st.SetState(uuidN(2), true)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"host_up 000000000002"}, summary(changes))
+
+	_, err = st.SetState(uuidN(99), true)
+	require.ErrorIs(t, err, ErrUnknownHost)
+}
+
 // TestStoreRefreshCarriesStates: a refresh does not know who is up; it must not undo a DOWN
 // event, must mark the serving node up, and presumes new hosts up.
 func TestStoreRefreshCarriesStates(t *testing.T) {
