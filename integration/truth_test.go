@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"context"
+	"io"
+	"log"
+	"math"
+	"net"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/require"
+)
+
+// Ground truth: what the simulator recorded, and the instants latencies are measured from.
+
+// startCluster starts a simulated cluster that the test closes at its end.
+func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
+	t.Helper()
+	sim, err := cqlsim.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim
+}
+
+// hostsOf lists the nodes as bare IPs: contact points for the control connection, which then
+// dials them on the cluster's shared port.
+func hostsOf(nodes []*cqlsim.Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.IP().String())
+	}
+	return out
+}
+
+// blindConfig is a control connection to sim's nodes with no gocql session and no host
+// events: only its blind schedule and its own connection's events drive it.
+func blindConfig(sim *cqlsim.Cluster, cad controlconn.Cadence) controlconn.Config {
+	return controlconn.Config{ContactPoints: hostsOf(sim.Nodes()), Port: sim.Port(), Cadence: cad}
+}
+
+// gocqlCluster is the gocql configuration an application would have for sim: ProtoVersion 0
+// (negotiated), gocql's logs discarded. ReconnectInterval is 1 s instead of gocql's 60 s, as
+// operators of restart-prone clusters set it: gocql only reconnects pools of down hosts on
+// that tick, and its HostUp is the evidence the control connection re-arms on.
+func gocqlCluster(sim *cqlsim.Cluster) *gocql.ClusterConfig {
+	cluster := gocql.NewCluster(sim.ContactPoints()...)
+	cluster.Port = sim.Port()
+	cluster.ProtoVersion = 0
+	cluster.ReconnectInterval = time.Second
+	cluster.ConnectTimeout = 2 * time.Second
+	cluster.Timeout = 2 * time.Second
+	cluster.Logger = log.New(io.Discard, "", 0)
+	return cluster
+}
+
+// nodeByAddr finds the member node listening on addr ("ip:port").
+func nodeByAddr(sim *cqlsim.Cluster, addr string) *cqlsim.Node {
+	for _, n := range sim.Nodes() {
+		if n.Addr() == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// firstEvent returns the first recorded event at or after from that match accepts.
+func firstEvent(sim *cqlsim.Cluster, from time.Time, match func(cqlsim.Event) bool) (cqlsim.Event, bool) {
+	for _, e := range sim.Events() {
+		if !e.At.Before(from) && match(e) {
+			return e, true
+		}
+	}
+	return cqlsim.Event{}, false
+}
+
+// eventsIn returns the events recorded in [from, to] that match accepts.
+func eventsIn(sim *cqlsim.Cluster, from, to time.Time, match func(cqlsim.Event) bool) []cqlsim.Event {
+	var out []cqlsim.Event
+	for _, e := range sim.Events() {
+		if within(e.At, from, to) && match(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// awaitEvent waits (bounded) for the first event, past or future, at or after from that
+// match accepts.
+func awaitEvent(t *testing.T, sim *cqlsim.Cluster, from time.Time, within time.Duration, match func(cqlsim.Event) bool) cqlsim.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	e, err := sim.Await(ctx, func(e cqlsim.Event) bool { return !e.At.Before(from) && match(e) })
+	require.NoError(t, err, "no matching ground-truth event within %v", within)
+	return e
+}
+
+func kind(k cqlsim.EventKind) func(cqlsim.Event) bool {
+	return func(e cqlsim.Event) bool { return e.Kind == k }
+}
+
+func nodeEvent(k cqlsim.EventKind, node int) func(cqlsim.Event) bool {
+	return func(e cqlsim.Event) bool { return e.Kind == k && e.Node == node }
+}
+
+func announced(node int, change cqlsim.Change) func(cqlsim.Event) bool {
+	return func(e cqlsim.Event) bool {
+		return e.Kind == cqlsim.EventAnnounced && e.Node == node && e.Detail == string(change)
+	}
+}
+
+// connectedAfter waits (bounded) until cc is connected and returns when the connection that is
+// up now was established (Status().ConnectedSince, stamped by the reconnect handler when the
+// attempt succeeded), failing if that is before since: a connection from before the fault.
+func connectedAfter(t *testing.T, cc *controlconn.ControlConnection, since time.Time, within time.Duration) (time.Time, controlconn.Endpoint) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for {
+		ep, err := cc.WaitConnected(ctx)
+		require.NoError(t, err, "not connected within %v; status %+v", within, cc.Status())
+		st := cc.Status()
+		if !st.ConnectedSince.IsZero() && !st.ConnectedSince.Before(since) {
+			return st.ConnectedSince, ep
+		}
+		// Connected, but to a connection older than the fault whose loss is not handled yet.
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no connection since %v within %v; status %+v", since, within, st)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// startCC starts cc and waits (bounded) for its first connection.
+func startCC(t *testing.T, cc *controlconn.ControlConnection, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	require.NoError(t, cc.Start(ctx))
+}
+
+// waitStable sleeps until cc's current connection has been up for d: a loss after that starts
+// a fresh recovery (first attempt at once) instead of continuing the previous one's backoff.
+func waitStable(t *testing.T, cc *controlconn.ControlConnection, d time.Duration) {
+	t.Helper()
+	since, _ := connectedAfter(t, cc, time.Time{}, 30*time.Second)
+	if wait := time.Until(since.Add(d)); wait > 0 {
+		time.Sleep(wait)
+	}
+}
+
+// latencies summarises measured durations for t.Logf and assertions.
+type latencies []time.Duration
+
+// quantile is the nearest-rank quantile: the smallest sample with at least q of the samples
+// at or below it (so p99 of 20 samples is the largest).
+func (l latencies) quantile(q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func (l latencies) max() time.Duration { return l.quantile(1) }
+
+func (l latencies) String() string {
+	return "p50 " + ms(l.quantile(0.5)) + ", p99 " + ms(l.quantile(0.99)) + ", max " + ms(l.max()) +
+		" (n=" + strconv.Itoa(len(l)) + ")"
+}
+
+// ms formats d in milliseconds with one decimal, for figures that are quoted.
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+}
+
+// clientPort is the port of a client address as the simulator records it ("ip:port").
+func clientPort(t *testing.T, client string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(client)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return port
+}
