@@ -1,0 +1,58 @@
+package controlconn
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+)
+
+// BenchmarkHandshake measures one control-connection handshake to a simulated node on
+// loopback: TCP connect, protocol negotiation (v4), STARTUP, REGISTER for the three event
+// types, then Close. The first metadata read is BenchmarkConnectAndRead.
+func BenchmarkHandshake(b *testing.B) {
+	sim := benchSim(b)
+	ep := Endpoint{Addr: sim.Node(0).Addr()}
+	cfg := ConnConfig{HeartbeatInterval: -1}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := Dial(ctx, ep, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = c.Close()
+	}
+}
+
+// BenchmarkConnectAndRead is a whole successful attempt's work on one host: the handshake and
+// the first metadata read (system.local and system.peers of a 3-node cluster).
+func BenchmarkConnectAndRead(b *testing.B) {
+	sim := benchSim(b)
+	ep := Endpoint{Addr: sim.Node(0).Addr()}
+	cfg := ConnConfig{HeartbeatInterval: -1}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := Dial(ctx, ep, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l := &link{Conn: c}
+		if _, _, err := readTables(ctx, c, sim.Port(), &l.peers); err != nil {
+			b.Fatal(err)
+		}
+		_ = c.Close()
+	}
+}
+
+func benchSim(b *testing.B) *cqlsim.Cluster {
+	b.Helper()
+	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 3, GossipDelay: 10 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sim.Close() })
+	return sim
+}
