@@ -176,9 +176,11 @@ func (h *Handler[C]) Status() Status {
 	return h.status
 }
 
-// Close stops the Handler from any state without waiting for a running attempt: it cancels the
-// attempt's ctx, cuts a wait short, closes the current connection and returns its Close error.
-// A connection that an attempt yields after Close is closed too (Outcome "discarded").
+// Close stops the Handler from any state: it cancels a running attempt's ctx, cuts a wait
+// short, closes the current connection and returns its Close error. It waits for a running
+// attempt to return for at most 50 ms, so an attempt that honours its ctx has released its
+// dials and sockets when Close returns; one that ignores ctx finishes in the background, and a
+// connection it yields after Close is closed (Outcome "discarded").
 func (h *Handler[C]) Close() error {
 	h.closed.Store(true)
 	h.lifeMu.Lock()
@@ -296,15 +298,35 @@ func (h *Handler[C]) shutdown(inFlight bool) {
 	}
 	h.mu.Unlock()
 	h.publish(StateClosed)
+	if inFlight {
+		// An attempt that honours its context returns at once now; waiting for it means Close
+		// leaves no dial or socket behind. One that ignores it cannot hold Close past the grace.
+		grace := time.NewTimer(closeGrace)
+		select {
+		case res := <-h.results:
+			h.discard(res)
+			inFlight = false
+		case <-grace.C:
+		}
+		grace.Stop()
+	}
 	close(h.ack)
 	if inFlight {
-		res := <-h.results
-		if res.err == nil && isNil(res.conn) {
-			res.err = errNoConn
-		}
-		if h.rec.Finish(time.Now(), res.err) == OutcomeDiscarded {
-			_ = res.conn.Close()
-		}
+		h.discard(<-h.results)
+	}
+}
+
+// closeGrace bounds how long Close waits for an attempt in flight to return after its
+// context was cancelled.
+const closeGrace = 50 * time.Millisecond
+
+// discard finishes an attempt that returned after Close: a connection it made is closed.
+func (h *Handler[C]) discard(res attemptEnd[C]) {
+	if res.err == nil && isNil(res.conn) {
+		res.err = errNoConn
+	}
+	if h.rec.Finish(time.Now(), res.err) == OutcomeDiscarded {
+		_ = res.conn.Close()
 	}
 }
 
