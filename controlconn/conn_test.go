@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
@@ -25,35 +26,35 @@ import (
 )
 
 func TestDialHandshakeRegistersAndQueries(t *testing.T) {
-	node := &fakeNode{}
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{}
+	addr := listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
 	defer c.Close()
 
 	assert.Equal(t, primitive.ProtocolVersion4, c.Version())
-	assert.Equal(t, int32(1), node.registers.Load(), "one REGISTER per connection")
+	assert.Equal(t, 1, node.Registers(), "one REGISTER per connection")
 	resp, err := c.Do(context.Background(), &message.Query{Query: "SELECT * FROM system.local", Options: &message.QueryOptions{}})
 	require.NoError(t, err)
 	assert.IsType(t, &message.RowsResult{}, resp)
 }
 
 func TestDialNegotiatesDownToV3(t *testing.T) {
-	node := &fakeNode{maxVersion: primitive.ProtocolVersion3}
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{MaxVersion: primitive.ProtocolVersion3}
+	addr := listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
 	defer c.Close()
 
 	assert.Equal(t, primitive.ProtocolVersion3, c.Version())
-	assert.Equal(t, int32(2), node.accepted.Load(), "v4 rejected, then one v3 connection")
+	assert.Equal(t, 2, node.Accepted(), "v4 rejected, then one v3 connection")
 }
 
 func TestDialPinnedVersionRejectedIsProtocolError(t *testing.T) {
-	node := &fakeNode{maxVersion: primitive.ProtocolVersion3}
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{MaxVersion: primitive.ProtocolVersion3}
+	addr := listen(t, node)
 
 	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ProtoVersion: 4})
 	require.Error(t, err)
@@ -67,8 +68,8 @@ func TestParseGreatestVersion(t *testing.T) {
 }
 
 func TestDialAuthentication(t *testing.T) {
-	node := &fakeNode{user: "cassandra", pass: "secret"}
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{Username: "cassandra", Password: "secret"}
+	addr := listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
 		Authenticator: gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"},
@@ -99,9 +100,9 @@ func TestDialRefusedIsRetryable(t *testing.T) {
 
 // A listener that accepts and never answers: the handshake must give up at ConnectTimeout.
 func TestDialSilentPeerTimesOutAtConnectTimeout(t *testing.T) {
-	node := &fakeNode{}
-	node.silent.Store(true)
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{}
+	node.SetSilent(true)
+	addr := listen(t, node)
 
 	start := time.Now()
 	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ConnectTimeout: 300 * time.Millisecond})
@@ -113,9 +114,9 @@ func TestDialSilentPeerTimesOutAtConnectTimeout(t *testing.T) {
 }
 
 func TestDialContextCancelIsPrompt(t *testing.T) {
-	node := &fakeNode{}
-	node.silent.Store(true)
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{}
+	node.SetSilent(true)
+	addr := listen(t, node)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -126,13 +127,13 @@ func TestDialContextCancelIsPrompt(t *testing.T) {
 }
 
 func TestEventsDelivered(t *testing.T) {
-	node := &fakeNode{}
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{}
+	addr := listen(t, node)
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
 	defer c.Close()
 
-	node.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+	node.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
 		Address: &primitive.Inet{Addr: net.ParseIP("127.0.0.2"), Port: 9042}})
 	select {
 	case ev := <-c.Events():
@@ -147,23 +148,22 @@ func TestEventsDelivered(t *testing.T) {
 
 func TestRequestContextExpiryKeepsConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &fakeNode{}
-		d := &pipeDialer{node: node}
-		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: d, HeartbeatInterval: -1})
+		node := &memcluster.Node{}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: node, HeartbeatInterval: -1})
 		require.NoError(t, err)
 
-		node.silent.Store(true)
+		node.SetSilent(true)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err = c.Do(ctx, &message.Options{})
 		cancel()
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
 		assert.NoError(t, c.Err(), "a request timeout does not end the connection")
 
-		node.silent.Store(false)
+		node.SetSilent(false)
 		_, err = c.Do(context.Background(), &message.Options{})
 		assert.NoError(t, err)
 		require.NoError(t, c.Close())
-		node.close()
+		node.Close()
 	})
 }
 
@@ -171,13 +171,12 @@ func TestRequestContextExpiryKeepsConnection(t *testing.T) {
 // went silent, not later.
 func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &fakeNode{}
-		d := &pipeDialer{node: node}
+		node := &memcluster.Node{}
 		var mu sync.Mutex
 		var beats []error
 		beatsNow := func() []error { mu.Lock(); defer mu.Unlock(); return append([]error(nil), beats...) }
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{
-			Dialer:            d,
+			Dialer:            node,
 			HeartbeatInterval: 30 * time.Second,
 			HeartbeatTimeout:  5 * time.Second,
 			OnHeartbeat: func(_ Endpoint, _ time.Duration, err error) {
@@ -196,10 +195,10 @@ func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
 		for _, b := range beatsNow() {
 			assert.NoError(t, b)
 		}
-		assert.Equal(t, int32(1+3), node.options.Load(), "handshake OPTIONS + 3 heartbeats")
+		assert.Equal(t, 1+3, node.Options(), "handshake OPTIONS + 3 heartbeats")
 
 		// Silent from 90 s: next heartbeat at 120 s, lost at 125 s.
-		node.silent.Store(true)
+		node.SetSilent(true)
 		time.Sleep(125*time.Second - time.Since(start) - time.Millisecond)
 		synctest.Wait()
 		select {
@@ -219,16 +218,16 @@ func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
 		require.Len(t, beatsNow(), 4)
 		assert.ErrorIs(t, beatsNow()[3], ErrHeartbeat)
 		require.NoError(t, c.Close())
-		node.close()
+		node.Close()
 	})
 }
 
 func TestCloseFailsPendingRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &fakeNode{}
-		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: &pipeDialer{node: node}})
+		node := &memcluster.Node{}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: node})
 		require.NoError(t, err)
-		node.silent.Store(true)
+		node.SetSilent(true)
 		errc := make(chan error, 1)
 		go func() {
 			_, err := c.Do(context.Background(), &message.Options{})
@@ -241,7 +240,7 @@ func TestCloseFailsPendingRequests(t *testing.T) {
 		assert.Equal(t, ClassClosed, Classify(err))
 		_, err = c.Do(context.Background(), &message.Options{})
 		assert.ErrorIs(t, err, ErrClosed)
-		node.close()
+		node.Close()
 	})
 }
 
@@ -260,8 +259,8 @@ func (d *recordingHostDialer) DialHost(ctx context.Context, h *gocql.HostInfo) (
 }
 
 func TestDialUsesHostDialerWithAddressAndPort(t *testing.T) {
-	node := &fakeNode{}
-	addr := node.listen(t, "127.0.0.1:0")
+	node := &memcluster.Node{}
+	addr := listen(t, node)
 	hd := &recordingHostDialer{}
 	c, err := Dial(context.Background(), Endpoint{Addr: addr, HostID: "h1"}, ConnConfig{HostDialer: hd})
 	require.NoError(t, err)
@@ -289,33 +288,51 @@ func selfSigned(t *testing.T) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
+// listen serves node on a loopback port until the test ends and returns its address, for the
+// tests that need real sockets: TLS, a host dialer, timeouts in real time.
+func listen(t *testing.T, node *memcluster.Node) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return serve(t, node, ln)
+}
+
 // listenTLS serves node over TLS with a fresh self-signed certificate; returns address and CA pool.
-func listenTLS(t *testing.T, node *fakeNode) (string, *x509.CertPool) {
+func listenTLS(t *testing.T, node *memcluster.Node) (string, *x509.CertPool) {
 	cert := selfSigned(t)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	require.NoError(t, err)
-	node.ln = ln
-	node.wg.Add(1)
+	addr := serve(t, node, ln)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return addr, pool
+}
+
+// serve hands every connection ln accepts to node until the test ends, then closes ln and
+// node; it returns ln's address.
+func serve(t *testing.T, node *memcluster.Node, ln net.Listener) string {
+	accepting := make(chan struct{})
 	go func() {
-		defer node.wg.Done()
+		defer close(accepting)
 		for {
 			nc, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			node.serve(nc)
+			node.ServeConn(nc)
 		}
 	}()
-	t.Cleanup(node.close)
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return ln.Addr().String(), pool
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-accepting
+		node.Close()
+	})
+	return ln.Addr().String()
 }
 
 func TestDialTLS(t *testing.T) {
-	node := &fakeNode{}
+	node := &memcluster.Node{}
 	addr, pool := listenTLS(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{TLS: &tls.Config{RootCAs: pool}})
@@ -343,10 +360,10 @@ func TestClassify(t *testing.T) {
 // Many requests in flight at once on one connection each get their own answer.
 func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &fakeNode{onQuery: func(q string, _ []*primitive.Value) message.Message {
+		node := &memcluster.Node{OnQuery: func(q string, _ []*primitive.Value) message.Message {
 			return &message.SetKeyspaceResult{Keyspace: q}
 		}}
-		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: &pipeDialer{node: node}})
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: node})
 		require.NoError(t, err)
 		var wg sync.WaitGroup
 		errs := make(chan error, 300)
@@ -371,7 +388,7 @@ func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
 			t.Error(err)
 		}
 		require.NoError(t, c.Close())
-		node.close()
+		node.Close()
 	})
 }
 
@@ -379,13 +396,13 @@ func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
 // consumer is told to resynchronise.
 func TestEventOverflowIsSignalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &fakeNode{}
-		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: &pipeDialer{node: node}})
+		node := &memcluster.Node{}
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: node})
 		require.NoError(t, err)
 		ev := &message.SchemaChangeEvent{ChangeType: primitive.SchemaChangeTypeCreated,
 			Target: primitive.SchemaChangeTargetKeyspace, Keyspace: "ks"}
 		for range eventBuffer + 10 {
-			node.push(ev)
+			node.Push(ev)
 		}
 		synctest.Wait()
 		select {
@@ -397,6 +414,6 @@ func TestEventOverflowIsSignalled(t *testing.T) {
 		_, err = c.Do(context.Background(), &message.Options{})
 		assert.NoError(t, err, "responses still flow")
 		require.NoError(t, c.Close())
-		node.close()
+		node.Close()
 	})
 }

@@ -3,15 +3,16 @@ package controlconn
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
+	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
@@ -22,9 +23,17 @@ import (
 // half makes jitter zero (u = 0.5) and shuffling deterministic.
 func half() float64 { return 0.5 }
 
-func newTestCC(t *testing.T, c *fakeCluster, cad Cadence, opts ...Option) *ControlConnection {
+// fakeClusterName is the cluster_name the in-memory clusters of these tests report.
+const fakeClusterName = "fake"
+
+// newCluster starts an in-memory cluster of n running nodes (10.0.0.1:9042, ...).
+func newCluster(n int) *memcluster.Cluster {
+	return memcluster.New(memcluster.Config{Nodes: n, ClusterName: fakeClusterName})
+}
+
+func newTestCC(t *testing.T, c *memcluster.Cluster, cad Cadence, opts ...Option) *ControlConnection {
 	t.Helper()
-	cfg := Config{ContactPoints: c.contactPoints(), Conn: ConnConfig{Dialer: c.lab}, Cadence: cad}
+	cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}, Cadence: cad}
 	cc, err := NewWithConfig(cfg, append([]Option{WithRand(half)}, opts...)...)
 	require.NoError(t, err)
 	return cc
@@ -44,19 +53,30 @@ func connectedHost(t *testing.T, cc *ControlConnection) Endpoint {
 	return st.Host
 }
 
-func nodeNumber(c *fakeCluster, ep Endpoint) int {
-	for i := 1; i <= c.size(); i++ {
-		if c.member(i).addr() == ep.Addr {
-			return i
+func nodeNumber(c *memcluster.Cluster, ep Endpoint) int {
+	for _, m := range c.Members() {
+		if m.Addr() == ep.Addr {
+			return m.N
 		}
 	}
 	return 0
 }
 
+// servedAndOther returns the node cc is connected to and another member, 1 or 2.
+func servedAndOther(t *testing.T, c *memcluster.Cluster, cc *ControlConnection) (*memcluster.Node, memcluster.Member) {
+	t.Helper()
+	host := connectedHost(t, cc)
+	other := c.Member(1)
+	if other.Addr() == host.Addr {
+		other = c.Member(2)
+	}
+	return c.Node(nodeNumber(c, host)), other
+}
+
 func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(3)
-		defer c.close()
+		c := newCluster(3)
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		start := time.Now()
 		startCC(t, cc)
@@ -70,11 +90,11 @@ func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 		host := connectedHost(t, cc)
 		n := nodeNumber(c, host)
 		require.NotZero(t, n)
-		assert.Equal(t, c.member(n).id, host.HostID)
+		assert.Equal(t, c.Member(n).HostID, host.HostID)
 		assert.Equal(t, "dc1", host.DC)
 		assert.Equal(t, primitive.ProtocolVersion4, cc.Status().Version)
-		assert.Equal(t, int32(1), c.node(n).registers.Load())
-		assert.Len(t, c.lab.dialled(), 1, "one dial when the first host answers")
+		assert.Equal(t, 1, c.Node(n).Registers())
+		assert.Len(t, c.Dials(), 1, "one dial when the first host answers")
 
 		require.NoError(t, cc.Close())
 		assert.Equal(t, reconnect.StateClosed, cc.Status().State)
@@ -86,15 +106,15 @@ func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 // immediate and goes to another host believed up.
 func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(3)
-		defer c.close()
+		c := newCluster(3)
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second) // > StableAfter (10 s)
 		first := connectedHost(t, cc)
 
-		c.stop(nodeNumber(c, first))
+		c.Stop(nodeNumber(c, first))
 		lostAt := time.Now()
 		synctest.Wait()
 		second := connectedHost(t, cc)
@@ -111,17 +131,17 @@ func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 // reconnects at its first attempt after the cluster is back, within DelayCap.
 func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(3)
-		defer c.close()
+		c := newCluster(3)
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
 
-		c.stopAll()
+		c.StopAll()
 		lostAt := time.Now()
 		time.Sleep(5 * time.Second)
-		c.startAll()
+		c.StartAll()
 		backAt := time.Now()
 
 		// Expected: the attempt at 0 fails, then delays 1 s, 1.15 s, 1.3225 s, ... until one
@@ -144,8 +164,8 @@ func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 // window, dials the evidenced host first, and connects long before the blind schedule would.
 func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(3)
-		defer c.close()
+		c := newCluster(3)
+		defer c.Close()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer q.Close()
@@ -154,30 +174,30 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
 
-		c.stopAll()
+		c.StopAll()
 		time.Sleep(3 * time.Second) // first attempt failed at once; next blind one at +20 s
 		require.Equal(t, reconnect.StateScheduled, cc.Status().State)
-		dialsBefore := len(c.lab.dialled())
+		dialsBefore := len(c.Dials())
 
-		c.start(2)
+		c.Start(2)
 		evidenceAt := time.Now()
-		m := c.member(2)
-		q.Push(hostevents.Event{HostID: m.id, Addr: net.ParseIP(m.ip), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		m := c.Member(2)
+		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		_, err = cc.WaitConnected(context.Background())
 		require.NoError(t, err)
 		took := time.Since(evidenceAt)
 		t.Logf("re-armed by HostUp: connected %v after the evidence", took)
 		assert.Equal(t, hostevents.DefaultWindow, took, "one queue window after the evidence")
-		assert.Equal(t, m.addr(), connectedHost(t, cc).Addr)
+		assert.Equal(t, m.Addr(), connectedHost(t, cc).Addr)
 		synctest.Wait() // let the post-reconnect probes finish
-		after := c.lab.dialled()[dialsBefore:]
+		after := c.Dials()[dialsBefore:]
 		require.NotEmpty(t, after)
-		assert.Equal(t, m.addr(), after[0], "the evidenced host is dialled first")
+		assert.Equal(t, m.Addr(), after[0], "the evidenced host is dialled first")
 		// The attempt dialled it alone; what follows are the post-reconnect state probes,
 		// one per other host (reconcile.go).
 		var others []string
 		for _, n := range []int{1, 3} {
-			others = append(others, c.member(n).addr())
+			others = append(others, c.Member(n).Addr())
 		}
 		assert.ElementsMatch(t, others, after[1:], "then each other host is probed once")
 	})
@@ -186,8 +206,8 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 // While connected, host events do not re-arm (and do not reach the handler at all).
 func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
+		c := newCluster(2)
+		defer c.Close()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer q.Close()
@@ -195,8 +215,8 @@ func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q), WithReconnectObserver(obs))
 		defer cc.Close()
 		startCC(t, cc)
-		m := c.member(2)
-		q.Push(hostevents.Event{HostID: m.id, Addr: net.ParseIP(m.ip), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		m := c.Member(2)
+		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		time.Sleep(time.Second)
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
@@ -225,13 +245,13 @@ func (o *countingReconnectObserver) ReArmSuppressed(reconnect.Reason, reconnect.
 // Control requests made during recovery wait for the new connection, bounded by their context.
 func TestControlRequestsWaitForReconnect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
+		c := newCluster(2)
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
-		c.stopAll()
+		c.StopAll()
 		synctest.Wait()
 
 		short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -256,7 +276,7 @@ func TestControlRequestsWaitForReconnect(t *testing.T) {
 			queryDone = time.Now()
 		}()
 		time.Sleep(2 * time.Second)
-		c.startAll()
+		c.StartAll()
 		backAt := time.Now()
 		wg.Wait()
 		require.NoError(t, refreshErr)
@@ -272,21 +292,21 @@ func TestControlRequestsWaitForReconnect(t *testing.T) {
 
 func TestQueryWithValuesIsPrepared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(1)
-		defer c.close()
 		var got []string
 		var mu sync.Mutex
-		c.node(1).onQuery = func(q string, vals []*primitive.Value) message.Message {
+		hook := func(q string, vals []*primitive.Value) message.Message {
 			if q != "SELECT v FROM ks.t WHERE k = ? AND j = ?" {
-				return c.answer(c.member(1), q)
+				return nil // the system tables
 			}
 			mu.Lock()
 			defer mu.Unlock()
 			for _, v := range vals {
 				got = append(got, string(v.Contents))
 			}
-			return rowsResult([]col{{"v", localCols[0].typ}}, [][]any{{"hello"}})
+			return memcluster.Rows([]memcluster.Column{{Name: "v", Type: datatype.Varchar}}, [][]any{{"hello"}})
 		}
+		c := memcluster.New(memcluster.Config{Nodes: 1, ClusterName: fakeClusterName, OnQuery: hook})
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
@@ -308,8 +328,8 @@ func TestQueryWithValuesIsPrepared(t *testing.T) {
 // a refresh on the same connection.
 func TestServerEventsReachSubscribers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(3)
-		defer c.close()
+		c := newCluster(3)
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
@@ -317,41 +337,37 @@ func TestServerEventsReachSubscribers(t *testing.T) {
 		require.NoError(t, err)
 		defer sub.Close()
 		require.Equal(t, 3, snap.Len())
-		served := c.node(nodeNumber(c, connectedHost(t, cc)))
-		other := c.member(1)
-		if other.addr() == connectedHost(t, cc).Addr {
-			other = c.member(2)
-		}
+		served, other := servedAndOther(t, c, cc)
 
-		served.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
-			Address: &primitive.Inet{Addr: net.ParseIP(other.ip), Port: 9042}})
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: other.IP, Port: 9042}})
 		ch := <-sub.C()
 		assert.Equal(t, metadata.HostDown, ch.Kind)
-		assert.Equal(t, other.id, ch.Host.HostID())
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.id))
+		assert.Equal(t, other.HostID, ch.Host.HostID())
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID))
 
-		served.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
-			Address: &primitive.Inet{Addr: net.ParseIP(other.ip), Port: 9042}})
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+			Address: &primitive.Inet{Addr: other.IP, Port: 9042}})
 		ch = <-sub.C()
 		assert.Equal(t, metadata.HostUp, ch.Kind)
 
-		dials := len(c.lab.dialled())
-		added := c.addMember("dc2")
-		served.push(&message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeTypeNewNode,
-			Address: &primitive.Inet{Addr: net.ParseIP(added.ip), Port: 9042}})
+		dials := len(c.Dials())
+		added := c.Add("dc2")
+		served.Push(&message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeTypeNewNode,
+			Address: &primitive.Inet{Addr: added.IP, Port: 9042}})
 		ch = <-sub.C()
 		assert.Equal(t, metadata.HostAdded, ch.Kind)
-		assert.Equal(t, added.id, ch.Host.HostID())
+		assert.Equal(t, added.HostID, ch.Host.HostID())
 		assert.Equal(t, "dc2", ch.Host.DataCenter())
-		assert.Len(t, c.lab.dialled(), dials, "the refresh used the same connection")
+		assert.Len(t, c.Dials(), dials, "the refresh used the same connection")
 	})
 }
 
 // What changed while the control connection was down is emitted after it reconnects.
 func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
+		c := newCluster(2)
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
@@ -360,13 +376,13 @@ func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 		defer sub.Close()
 		time.Sleep(11 * time.Second)
 
-		c.stopAll()
+		c.StopAll()
 		synctest.Wait()
-		added := c.addMember("dc1") // joins while we are down
-		c.startAll()
+		added := c.Add("dc1") // joins while we are down
+		c.StartAll()
 		ch := <-sub.C()
 		assert.Equal(t, metadata.HostAdded, ch.Kind)
-		assert.Equal(t, added.id, ch.Host.HostID())
+		assert.Equal(t, added.HostID, ch.Host.HostID())
 		assert.Equal(t, 3, cc.Snapshot().Len())
 	})
 }
@@ -374,17 +390,17 @@ func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 // The periodic refresh runs on the same connection: no reconnect per refresh.
 func TestPeriodicRefreshReusesConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
+		c := newCluster(2)
+		defer c.Close()
 		obs := &countingObserver{}
 		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, WithObserver(obs))
 		defer cc.Close()
 		startCC(t, cc)
 		n := nodeNumber(c, connectedHost(t, cc))
-		before := c.node(n).queries.Load()
+		before := c.Node(n).Queries()
 		time.Sleep(10*time.Second + time.Millisecond)
-		assert.Len(t, c.lab.dialled(), 1, "one connection for the whole run")
-		assert.Equal(t, int32(10*2), c.node(n).queries.Load()-before, "10 refreshes x (local + peers)")
+		assert.Len(t, c.Dials(), 1, "one connection for the whole run")
+		assert.Equal(t, 10*2, c.Node(n).Queries()-before, "10 refreshes x (local + peers)")
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
 		assert.Equal(t, 1+10, obs.refreshed, "first refresh on connect + 10 periodic")
@@ -447,14 +463,14 @@ func (o *countingObserver) Heartbeat(_ Endpoint, _ time.Duration, err error) {
 // and the control connection moves to another host.
 func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
+		c := newCluster(2)
+		defer c.Close()
 		obs := &countingObserver{}
 		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, WithObserver(obs))
 		defer cc.Close()
 		startCC(t, cc)
 		first := connectedHost(t, cc)
-		c.node(nodeNumber(c, first)).silent.Store(true)
+		c.Node(nodeNumber(c, first)).SetSilent(true)
 		silentAt := time.Now()
 
 		time.Sleep(12*time.Second - time.Millisecond)
@@ -476,12 +492,12 @@ func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 // Two blackholed hosts first in the plan delay recovery by one stagger each, no more.
 func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(1)
-		defer c.close()
+		c := newCluster(1)
+		defer c.Close()
 		// Hosts 10.0.0.1 and .2 are contact points listed first, but blackholed.
-		c.lab.silent("10.0.0.101:9042")
-		c.lab.silent("10.0.0.102:9042")
-		cfg := Config{ContactPoints: []string{"10.0.0.101", "10.0.0.102", "10.0.0.1"}, Conn: ConnConfig{Dialer: c.lab}}
+		c.Blackhole("10.0.0.101:9042")
+		c.Blackhole("10.0.0.102:9042")
+		cfg := Config{ContactPoints: []string{"10.0.0.101", "10.0.0.102", "10.0.0.1"}, Conn: ConnConfig{Dialer: c}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
 		require.NoError(t, err)
 		defer cc.Close()
@@ -495,9 +511,9 @@ func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 // Authentication rejected: classified, surfaced in Status, and not retried before DelayCap.
 func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLab()
-		defer l.close()
-		l.add("10.0.0.1:9042", &fakeNode{user: "u", pass: "right"})
+		l := memcluster.New(memcluster.Config{})
+		defer l.Close()
+		l.Attach("10.0.0.1:9042", &memcluster.Node{Username: "u", Password: "right"})
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
 			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
@@ -513,17 +529,17 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 		assert.True(t, reconnect.IsNonRetryable(st.LastErr))
 		assert.Equal(t, reconnect.StateScheduled, st.State)
 		assert.GreaterOrEqual(t, st.NextAttemptAt.Sub(time.Now()), reconnect.DefaultDelayCap-time.Second)
-		assert.Len(t, l.dialled(), 1)
+		assert.Len(t, l.Dials(), 1)
 		time.Sleep(reconnect.DefaultDelayCap - time.Second - time.Millisecond)
-		assert.Len(t, l.dialled(), 1, "no second attempt before DelayCap")
+		assert.Len(t, l.Dials(), 1, "no second attempt before DelayCap")
 	})
 }
 
 // Close returns promptly from every state: scheduled, attempting (blackholed), connected.
 func TestCloseIsPromptFromAnyState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newLab()
-		defer l.close()
+		l := memcluster.New(memcluster.Config{})
+		defer l.Close()
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l}}
 
 		// Scheduled: nothing answers.
@@ -538,7 +554,7 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		assert.Equal(t, time.Duration(0), time.Since(start))
 
 		// Attempting: the only host is blackholed.
-		l.silent("10.0.0.1:9042")
+		l.Blackhole("10.0.0.1:9042")
 		cc, err = NewWithConfig(cfg)
 		require.NoError(t, err)
 		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
@@ -549,7 +565,7 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		require.NoError(t, cc.Close())
 		assert.Equal(t, time.Duration(0), time.Since(start))
 		synctest.Wait()
-		assert.Equal(t, 0, l.open(), "the attempt's dial was closed")
+		assert.Equal(t, 0, l.Open(), "the attempt's dial was closed")
 
 		// A request waiting for a connection is released with ErrClosed.
 		cc, err = NewWithConfig(cfg)
@@ -660,19 +676,16 @@ func TestNewInstallsListenerOnGocqlConfig(t *testing.T) {
 // system.peers, and the connection remembers it.
 func TestPeersV2FallbackRememberedPerConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
-		c.mu.Lock()
-		c.release = "4.0.11"
-		c.mu.Unlock()
+		c := memcluster.New(memcluster.Config{Nodes: 2, ClusterName: fakeClusterName, ReleaseVersion: "4.0.11"})
+		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
 		defer cc.Close()
 		startCC(t, cc)
 		require.NoError(t, cc.Refresh(context.Background()))
 		require.NoError(t, cc.Refresh(context.Background()))
-		assert.Equal(t, 3, c.queried("system.local"))
-		assert.Equal(t, 1, c.queried("system.peers_v2"), "tried once, then remembered")
-		assert.Equal(t, 3, c.queried("system.peers"))
+		assert.Equal(t, 3, c.Queried("system.local"))
+		assert.Equal(t, 1, c.Queried("system.peers_v2"), "tried once, then remembered")
+		assert.Equal(t, 3, c.Queried("system.peers"))
 		assert.Equal(t, 2, cc.Snapshot().Len())
 	})
 }
@@ -693,8 +706,8 @@ func (r *sourceRecorder) Received(e hostevents.Event) {
 // the host ID the snapshot knows.
 func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(2)
-		defer c.close()
+		c := newCluster(2)
+		defer c.Close()
 		rec := &sourceRecorder{}
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{Observer: rec})
 		require.NoError(t, err)
@@ -702,13 +715,9 @@ func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
 		defer cc.Close()
 		startCC(t, cc)
-		served := c.node(nodeNumber(c, connectedHost(t, cc)))
-		other := c.member(1)
-		if other.addr() == connectedHost(t, cc).Addr {
-			other = c.member(2)
-		}
-		served.push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
-			Address: &primitive.Inet{Addr: net.ParseIP(other.ip), Port: 9042}})
+		served, other := servedAndOther(t, c, cc)
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+			Address: &primitive.Inet{Addr: other.IP, Port: 9042}})
 		synctest.Wait()
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -716,7 +725,7 @@ func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 		e := rec.events[0]
 		assert.Equal(t, hostevents.SourceControl, e.Source)
 		assert.Equal(t, hostevents.KindUp, e.Kind)
-		assert.Equal(t, other.id, e.HostID)
+		assert.Equal(t, other.HostID, e.HostID)
 		assert.Equal(t, 9042, e.Port)
 	})
 }
@@ -741,8 +750,8 @@ func (r *reasonRecorder) AttemptStarted(a reconnect.Attempt) {
 // holds both, the up host wins.
 func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newFakeCluster(3)
-		defer c.close()
+		c := newCluster(3)
+		defer c.Close()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer q.Close()
@@ -752,20 +761,20 @@ func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
 		defer cc.Close()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
-		c.stopAll()
+		c.StopAll()
 		time.Sleep(time.Second)
 
-		m1, m3 := c.member(1), c.member(3)
-		q.Push(hostevents.Event{HostID: m1.id, Addr: net.ParseIP(m1.ip), Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
+		m1, m3 := c.Member(1), c.Member(3)
+		q.Push(hostevents.Event{HostID: m1.HostID, Addr: m1.IP, Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
 		time.Sleep(time.Second) // re-armed attempt, fails (all down)
-		c.start(3)
-		q.Push(hostevents.Event{HostID: m1.id, Addr: net.ParseIP(m1.ip), Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
-		q.Push(hostevents.Event{HostID: m3.id, Addr: net.ParseIP(m3.ip), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		c.Start(3)
+		q.Push(hostevents.Event{HostID: m1.HostID, Addr: m1.IP, Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: m3.HostID, Addr: m3.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		time.Sleep(time.Second)
-		assert.Equal(t, m3.addr(), connectedHost(t, cc).Addr)
+		assert.Equal(t, m3.Addr(), connectedHost(t, cc).Addr)
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		assert.Equal(t, []reconnect.Reason{reconnect.ReasonHostAdded, reconnect.ReasonHostUp}, rec.reasons)
-		assert.Equal(t, []string{m1.id, m3.id}, rec.hints)
+		assert.Equal(t, []string{m1.HostID, m3.HostID}, rec.hints)
 	})
 }

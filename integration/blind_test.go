@@ -11,12 +11,14 @@ package integration
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -98,11 +100,11 @@ func TestBlindLongOutageVirtualTime(t *testing.T) {
 // connection was, the attempts and dials it made while the cluster was down and how many
 // blind delays DelayCap bound.
 func blindOutageInVirtualTime(t *testing.T, outage time.Duration, seed uint64) (late time.Duration, attempts, dials, capped int) {
-	mc := newMemCluster(3)
-	defer mc.close()
+	mc := memcluster.New(memcluster.Config{Nodes: 3})
+	defer mc.Close()
 	rec := newRecorder()
 	src := &lockedRand{next: rand.New(rand.NewPCG(seed, seed)).Float64}
-	cfg := controlconn.Config{ContactPoints: mc.contactPoints(), Port: memPort,
+	cfg := controlconn.Config{ContactPoints: mc.ContactPoints(), Port: memcluster.Port,
 		Conn: controlconn.ConnConfig{Dialer: mc}, Cadence: controlconn.Cadence{}} // the default cadence
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithRand(src.Float64))
 	require.NoError(t, err)
@@ -113,12 +115,24 @@ func blindOutageInVirtualTime(t *testing.T, outage time.Duration, seed uint64) (
 	time.Sleep(reconnect.DefaultStableAfter + time.Second)
 
 	downAt := time.Now()
-	dialsBefore := mc.dialCount()
-	mc.stopAll()
+	dialsBefore := len(mc.Dials())
+	mc.StopAll()
 	time.Sleep(outage)
 	readyAt := time.Now()
-	dials = mc.dialCount() - dialsBefore
-	mc.startAll()
+	dials = len(mc.Dials()) - dialsBefore
+	mc.StartAll()
 	connectedAt, _ := connectedAfter(t, cc, readyAt, 2*reconnect.DefaultDelayCap)
 	return connectedAt.Sub(readyAt), len(rec.attemptsIn(downAt, readyAt)), dials, rec.cappedDelays()
+}
+
+// lockedRand makes a seeded source safe for the handler and attempt goroutines that share it.
+type lockedRand struct {
+	mu   sync.Mutex
+	next func() float64
+}
+
+func (r *lockedRand) Float64() float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next()
 }

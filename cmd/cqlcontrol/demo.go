@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -105,9 +104,13 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return res.writeTable(stdout)
 }
 
+// demoDescription is what "cqlcontrol demo -h" says between the usage line and the flags.
+const demoDescription = `Starts a simulated cluster on loopback, a gocql session and a cqlcontrol control connection,
+restarts the whole cluster and reports how long each took to come back, and how many
+connection attempts each made while the cluster was down.`
+
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
-	fs := flag.NewFlagSet("cqlcontrol demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
 	var cfg demoConfig
 	fs.DurationVar(&cfg.outage, "outage", defaultDemoOutage, "how long the whole cluster stays down")
 	fs.IntVar(&cfg.nodes, "nodes", defaultDemoNodes, "simulated nodes (on 127.0.0.1, 127.0.0.2, ...)")
@@ -120,25 +123,10 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	// down, and another local cluster taking 9042 then would break the restart.
 	fs.IntVar(&cfg.port, "port", 0, "CQL port of the simulated nodes, 0 for any port free on every node address (if the port is taken, a free one is picked)")
 	fs.BoolVar(&cfg.verbose, "v", false, "also log gocql's and the control connection's messages to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cqlcontrol demo [flags]")
-		fmt.Fprintln(stderr, "\nStarts a simulated cluster on loopback, a gocql session and a cqlcontrol control connection,")
-		fmt.Fprintln(stderr, "restarts the whole cluster and reports how long each took to come back, and how many")
-		fmt.Fprintln(stderr, "connection attempts each made while the cluster was down.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, errUsage
-	}
-	bad := func(format string, a ...any) (demoConfig, error) {
-		fmt.Fprintf(stderr, "cqlcontrol demo: "+format+"\n", a...)
-		fs.Usage()
-		return cfg, errUsage
-	}
+	bad := func(format string, a ...any) (demoConfig, error) { return cfg, usageError(fs, format, a...) }
 	switch {
 	case fs.NArg() > 0:
 		return bad("unexpected arguments %q", fs.Args())

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,12 +11,16 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/lab"
 )
 
+// labDescription is what "cqlcontrol lab -h" says between the usage line and the flags.
+const labDescription = `Compares control-connection reconnection strategies over full-cluster outages in virtual
+time: ours (with and without gocql's host events) against models of gocql v1.7, the Python
+driver, Java driver 4 and the Rust driver. Runs in a few seconds; results are reproducible.`
+
 // runLab is "cqlcontrol lab": the virtual-time comparison of reconnection strategies over
 // full-cluster outages. It prints the table (or the JSON) on stdout and writes the chart only
 // when asked, so that running it never leaves files behind by surprise.
 func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("cqlcontrol lab", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("lab", "[flags]", labDescription, stderr)
 	var cfg lab.Config
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of the table")
 	svgPath := fs.String("svg", "", "write the chart (p99 lateness against outage length, per strategy) to this SVG `file`")
@@ -30,30 +32,16 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.DurationVar(&cfg.DialTime, "dial", lab.DefaultDialTime, "cost of one dial")
 	fs.DurationVar(&cfg.Reconnect.DelayCap, "delay-cap", 30*time.Second, "our DelayCap: the longest blind wait")
 	fs.BoolVar(&cfg.Histograms, "histograms", false, "include the fleet's per-second histograms in the JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cqlcontrol lab [flags]")
-		fmt.Fprintln(stderr, "\nCompares control-connection reconnection strategies over full-cluster outages in virtual")
-		fmt.Fprintln(stderr, "time: ours (with and without gocql's host events) against models of gocql v1.7, the Python")
-		fmt.Fprintln(stderr, "driver, Java driver 4 and the Rust driver. Runs in a few seconds; results are reproducible.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage // the flag package has said what is wrong
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "cqlcontrol lab: unexpected arguments %q\n", fs.Args())
-		fs.Usage()
-		return errUsage
+		return usageError(fs, "unexpected arguments %q", fs.Args())
 	}
 	for _, s := range strings.Split(*outages, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
-			fmt.Fprintf(stderr, "cqlcontrol lab: -outages: %q is not a positive duration\n", s)
-			return errUsage
+			return flagError(fs, "-outages: %q is not a positive duration", s)
 		}
 		cfg.Outages = append(cfg.Outages, d)
 	}

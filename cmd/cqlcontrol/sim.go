@@ -107,8 +107,7 @@ func (o simOptions) staticCfg() cqlsim.StaticConfig {
 }
 
 func parseSimFlags(args []string, stderr io.Writer) (simOptions, error) {
-	fs := flag.NewFlagSet("cqlcontrol sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("sim", "[flags]", simDescription, stderr)
 	var o simOptions
 	cfg := &o.cfg
 	fs.IntVar(&cfg.Nodes, "nodes", 3, "nodes in the cluster; node i listens on base-ip + i")
@@ -130,17 +129,11 @@ func parseSimFlags(args []string, stderr io.Writer) (simOptions, error) {
 	fs.StringVar(&o.advert, "advertise", "", "static mode: the node's own `IP` (default: --listen, or the first non-loopback interface address)")
 	peers := fs.String("peers", "", "static mode: the members' `IPs`, comma-separated (the node's own may be listed); each listens on --port")
 	fs.DurationVar(&o.probe, "probe-interval", cqlsim.DefaultProbeInterval, "static mode: how often each peer's CQL port is probed")
-	fs.Usage = func() { simUsage(stderr, fs) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, errUsage // the flag package has said what is wrong
+	if err := parseFlags(fs, args); err != nil {
+		return o, err
 	}
-	bad := func(format string, a ...any) (simOptions, error) {
-		fmt.Fprintf(stderr, "cqlcontrol sim: "+format+"\n", a...)
-		return o, errUsage
-	}
+	// A mistake is told in one line: the usage is long.
+	bad := func(format string, a ...any) (simOptions, error) { return o, flagError(fs, format, a...) }
 	if fs.NArg() > 0 {
 		return bad("unexpected arguments %q", fs.Args())
 	}
@@ -191,24 +184,18 @@ const simEndpoints = `  GET    /nodes                  the nodes and their state
   GET    /peers                  static mode: what the node believes about its peers
 `
 
-func simUsage(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprint(w, `usage: cqlcontrol sim [flags]
-
-Runs a simulated Cassandra cluster (nodes on 127.0.0.1, 127.0.0.2, ... sharing one CQL port) and an
+// simDescription is what "cqlcontrol sim -h" says between the usage line and the flags.
+const simDescription = `Runs a simulated Cassandra cluster (nodes on 127.0.0.1, 127.0.0.2, ... sharing one CQL port) and an
 HTTP JSON control API to inject faults and read the ground truth:
 
-`+simEndpoints+`
+` + simEndpoints + `
   cqlcontrol sim --nodes 3 --control 127.0.0.1:7070 &
   curl -s localhost:7070/nodes
   curl -s -XPOST localhost:7070/nodes/1/kill
 
 Static mode (--listen, --advertise or --peers) runs one node of a cluster whose members are
 separate processes, containers typically; each learns its peers' state by probing their CQL
-ports, and derives their host IDs, racks and tokens from their addresses.
-
-`)
-	fs.PrintDefaults()
-}
+ports, and derives their host IDs, racks and tokens from their addresses.`
 
 // logCluster tells stderr what listens where.
 func logCluster(logger *log.Logger, c *cqlsim.Cluster, o simOptions) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -160,9 +158,12 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 }
 
+// watchDescription is what "cqlcontrol watch -h" says between the usage line and the flags.
+const watchDescription = `Attaches a control connection to a cluster, prints its topology, then every topology,
+status and schema change and every change of the connection's state, until interrupted.`
+
 func parseWatchFlags(args []string, stderr io.Writer) (watchConfig, error) {
-	fs := flag.NewFlagSet("cqlcontrol watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("watch", "--hosts a,b,c [flags]", watchDescription, stderr)
 	var cfg watchConfig
 	hosts := fs.String("hosts", "", "contact points, comma-separated: `host[:port],...` (required)")
 	fs.IntVar(&cfg.port, "port", controlconn.DefaultPort, "native protocol port of contact points without one, and of every peer")
@@ -177,24 +178,10 @@ func parseWatchFlags(args []string, stderr io.Writer) (watchConfig, error) {
 	fs.StringVar(&cfg.metricsAddr, "metrics", "127.0.0.1:0", "serve Prometheus /metrics on this `address` (port 0: any free port; empty: off)")
 	fs.BoolVar(&cfg.session, "session", true, "also open a gocql session, as an application does: its host events re-arm recovery")
 	fs.BoolVar(&cfg.verbose, "v", false, "log gocql's and the control connection's messages to stderr")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: cqlcontrol watch --hosts a,b,c [flags]")
-		fmt.Fprintln(stderr, "\nAttaches a control connection to a cluster, prints its topology, then every topology,")
-		fmt.Fprintln(stderr, "status and schema change and every change of the connection's state, until interrupted.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
+	if err := parseFlags(fs, args); err != nil {
+		return cfg, err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, err
-		}
-		return cfg, errUsage
-	}
-	bad := func(format string, a ...any) (watchConfig, error) {
-		fmt.Fprintf(stderr, "cqlcontrol watch: "+format+"\n", a...)
-		fs.Usage()
-		return cfg, errUsage
-	}
+	bad := func(format string, a ...any) (watchConfig, error) { return cfg, usageError(fs, format, a...) }
 	for _, h := range strings.Split(*hosts, ",") {
 		if h = strings.TrimSpace(h); h != "" {
 			cfg.hosts = append(cfg.hosts, h)
