@@ -301,8 +301,14 @@ func (cc *ControlConnection) Status() Status {
 		LastErr:        hs.LastErr,
 		LastErrClass:   Classify(hs.LastErr),
 	}
-	if l := cc.current.Load(); l != nil && hs.State == reconnect.StateConnected {
-		st.Host, st.Version = l.ep, l.version
+	if hs.State == reconnect.StateConnected {
+		if l := cc.current.Load(); l != nil {
+			st.Host, st.Version = l.ep, l.version
+		} else {
+			// The handler has the new connection; run has yet to register its metadata and
+			// publish it. Until then, callers see the attempt as still in progress.
+			st.State = reconnect.StateAttempting
+		}
 	}
 	if li := cc.lastLoss.Load(); li != nil {
 		st.LastLoss, st.LastLossAt = li.err, li.at

@@ -122,25 +122,11 @@ func (cc *ControlConnection) run() {
 // (nil on Close).
 func (cc *ControlConnection) waitNext(prev *link, out chan<- *link) {
 	defer cc.wg.Done()
-	for {
-		l, err := cc.handler.Wait(cc.ctx)
-		if err != nil {
-			out <- nil
-			return
-		}
-		if l != prev {
-			out <- l
-			return
-		}
-		t := time.NewTimer(5 * time.Millisecond) // the handler has yet to notice prev is lost
-		select {
-		case <-t.C:
-		case <-cc.ctx.Done():
-			t.Stop()
-			out <- nil
-			return
-		}
+	l, err := cc.handler.WaitNext(cc.ctx, prev)
+	if err != nil {
+		l = nil
 	}
+	out <- l
 }
 
 // adopt makes l the current connection and publishes its first refresh: the changes since

@@ -67,6 +67,7 @@ type Handler[C Conn] struct {
 	conn     C
 	hasConn  bool
 	ready    chan struct{} // closed when a connection is available; replaced when it is lost
+	gone     chan struct{} // closed when the current connection is dropped; replaced with it
 	closeErr error
 }
 
@@ -169,6 +170,37 @@ func (h *Handler[C]) Wait(ctx context.Context) (C, error) {
 	}
 }
 
+// WaitNext is Wait for a connection other than prev: while prev is still the current
+// connection (lost, but the handler has yet to notice), it waits for the handler to drop it
+// and then for the next one. It lets a consumer that saw prev fail hand over without polling.
+func (h *Handler[C]) WaitNext(ctx context.Context, prev C) (C, error) {
+	var zero C
+	for {
+		select {
+		case <-h.closing:
+			return zero, ErrClosed
+		default:
+		}
+		h.mu.Lock()
+		wake := h.ready
+		if h.hasConn {
+			if c := h.conn; any(c) != any(prev) {
+				h.mu.Unlock()
+				return c, nil
+			}
+			wake = h.gone
+		}
+		h.mu.Unlock()
+		select {
+		case <-wake:
+		case <-h.closing:
+			return zero, ErrClosed
+		case <-ctx.Done():
+			return zero, ctx.Err()
+		}
+	}
+}
+
 // Status is a snapshot of the Handler.
 func (h *Handler[C]) Status() Status {
 	h.mu.Lock()
@@ -254,6 +286,7 @@ func (h *Handler[C]) run() {
 				lost = res.conn.Done()
 				h.mu.Lock()
 				h.conn, h.hasConn = res.conn, true
+				h.gone = make(chan struct{})
 				close(h.ready)
 				h.mu.Unlock()
 			}
@@ -264,6 +297,7 @@ func (h *Handler[C]) run() {
 			c := h.conn
 			var zero C
 			h.conn, h.hasConn, h.ready = zero, false, make(chan struct{})
+			close(h.gone)
 			h.mu.Unlock()
 			_ = c.Close() // lost already; closing releases what is left of it
 		}

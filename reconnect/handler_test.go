@@ -365,6 +365,56 @@ func TestWait(t *testing.T) {
 	})
 }
 
+// WaitNext hands over from a connection its caller saw fail to the next one, also in the
+// window where the connection is lost but the handler has not noticed yet: no polling, no
+// stale answer.
+func TestWaitNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, reconnect.Config{}, func(context.Context, reconnect.Attempt) (*fakeConn, error) {
+			return newConn(), nil
+		})
+		r.h.Start()
+		first, err := r.h.Wait(context.Background())
+		require.NoError(t, err)
+
+		got, err := r.h.WaitNext(context.Background(), nil)
+		require.NoError(t, err)
+		assert.Same(t, first, got, "a connection other than prev, at once")
+
+		type res struct {
+			c   *fakeConn
+			err error
+		}
+		out := make(chan res, 1)
+		go func() {
+			c, err := r.h.WaitNext(context.Background(), first)
+			out <- res{c, err}
+		}()
+		synctest.Wait()
+		select {
+		case <-out:
+			t.Fatal("WaitNext returned while prev was still the connection")
+		default:
+		}
+
+		r.advance(11 * time.Second) // stable: the loss is retried at once
+		first.drop()
+		got2 := <-out
+		require.NoError(t, got2.err)
+		assert.NotSame(t, first, got2.c)
+		assert.Same(t, r.conn(1), got2.c, "the reconnected one")
+		assert.Equal(t, 11*time.Second, r.now(), "handed over in the instant of the reconnect")
+
+		go func() {
+			c, err := r.h.WaitNext(context.Background(), got2.c)
+			out <- res{c, err}
+		}()
+		synctest.Wait()
+		require.NoError(t, r.h.Close())
+		assert.ErrorIs(t, (<-out).err, reconnect.ErrClosed, "Close cuts WaitNext short")
+	})
+}
+
 func TestNonRetryableWaitsDelayCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, reconnect.Config{}, func(context.Context, reconnect.Attempt) (*fakeConn, error) {

@@ -1,0 +1,158 @@
+package controlconn
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Regressions these tests catch:
+//   - no reconciliation after a reconnect (states carried over stay stale):
+//     TestReconnectProbesCorrectStaleStates
+//   - a probe on the first connection (an extra dial per host at start-up):
+//     TestReconnectProbesCorrectStaleStates (dial count after Start)
+//   - a probe's verdict applied over a STATUS_CHANGE that arrived while it was in flight:
+//     TestEventDuringProbeWinsOverIt
+
+// gate is a Dialer in front of a memcluster that holds dials to held addresses until released.
+type gate struct {
+	c *memcluster.Cluster
+
+	mu   sync.Mutex
+	held map[string]chan struct{} // address -> closed on release; guarded by mu
+}
+
+func (g *gate) hold(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held[addr] = make(chan struct{})
+}
+
+func (g *gate) release(addr string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.held[addr])
+	delete(g.held, addr)
+}
+
+func (g *gate) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	g.mu.Lock()
+	ch := g.held[addr]
+	g.mu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.c.DialContext(ctx, network, addr)
+}
+
+// After a reconnect, a host stopped while we were away is found down, and one started while
+// away is found up, although no event about either reached us.
+func TestReconnectProbesCorrectStaleStates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(4)
+		defer c.Close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		synctest.Wait()
+		assert.Len(t, c.Dials(), 1, "the first connection probes nothing")
+		time.Sleep(11 * time.Second)
+
+		first := nodeNumber(c, connectedHost(t, cc))
+		var others []int
+		for _, m := range c.Members() {
+			if m.N != first {
+				others = append(others, m.N)
+			}
+		}
+		stoppedAway, startedAway := others[0], others[1]
+		// startedAway was down (and known down) before the loss.
+		c.Stop(startedAway)
+		served := c.Node(first)
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: c.Member(startedAway).IP, Port: memcluster.Port}})
+		synctest.Wait()
+		require.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(startedAway).HostID))
+
+		// One node stops and the down one starts, and nobody tells us (the in-memory cluster
+		// pushes no events by itself); then the control node goes.
+		c.Stop(stoppedAway)
+		c.Start(startedAway)
+		c.Stop(first)
+		waitConnectedTo(t, cc, c.Member(first).Addr())
+		synctest.Wait() // the probes
+		snap := cc.Snapshot()
+		assert.Equal(t, metadata.StateDown, snap.State(c.Member(stoppedAway).HostID), "stopped while away")
+		assert.Equal(t, metadata.StateUp, snap.State(c.Member(startedAway).HostID), "started while away")
+		assert.Equal(t, metadata.StateDown, snap.State(c.Member(first).HostID), "the old control node")
+	})
+}
+
+// A STATUS_CHANGE that arrives while a probe of the same host is in flight is newer than the
+// probe's verdict, which is then dropped.
+func TestEventDuringProbeWinsOverIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		g := &gate{c: c, held: map[string]chan struct{}{}}
+		cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: g}}
+		cc, err := NewWithConfig(cfg, WithRand(half))
+		require.NoError(t, err)
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+
+		first := nodeNumber(c, connectedHost(t, cc))
+		var probed memcluster.Member // a host other than the control node, up throughout
+		for _, m := range c.Members() {
+			if m.N != first {
+				probed = m
+			}
+		}
+		g.hold(probed.Addr()) // its probe (and any dial of it) hangs until released
+
+		c.Stop(first) // lost; the reconnect goes to the remaining free host
+		second := nodeNumber(c, waitConnectedTo(t, cc, c.Member(first).Addr()))
+		require.NotEqual(t, probed.N, second, "the held host is not the one we reconnected to")
+
+		// While the probe of `probed` is in flight, the new control node says it went down.
+		c.Node(second).Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: probed.IP, Port: memcluster.Port}})
+		synctest.Wait()
+		require.Equal(t, metadata.StateDown, cc.Snapshot().State(probed.HostID))
+
+		g.release(probed.Addr()) // the probe now connects: "up", but older than the event
+		synctest.Wait()
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(probed.HostID), "the event wins over the stale probe")
+	})
+}
+
+// waitConnectedTo waits (in the bubble's virtual time) for a connection to a host other than
+// old and returns it.
+func waitConnectedTo(t *testing.T, cc *ControlConnection, old string) Endpoint {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		ep, err := cc.WaitConnected(ctx)
+		require.NoError(t, err)
+		if ep.Addr != old {
+			return ep
+		}
+		time.Sleep(time.Millisecond) // the loss is not handled yet
+	}
+}
