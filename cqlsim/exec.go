@@ -415,6 +415,25 @@ func metadataID(specs []*message.ColumnMetadata) []byte {
 }
 
 // userTable looks up a table that statements may modify; the caller holds the store's lock.
+// writeTable resolves the user table a write names, checks its USING options and takes the
+// store's write lock: on success the caller holds the lock and releases it with unlock.
+func (e *execution) writeTable(name tableRef, using []usingOpt) (t *table, unlock func(), err error) {
+	ref, err := e.resolve(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkUsing(using); err != nil {
+		return nil, nil, err
+	}
+	st := e.c.node.c.store
+	st.mu.Lock()
+	if t, err = userTable(st, ref); err != nil {
+		st.mu.Unlock()
+		return nil, nil, err
+	}
+	return t, st.mu.Unlock, nil
+}
+
 func userTable(st *store, ref tableRef) (*table, error) {
 	t, err := st.lookup(ref)
 	if err != nil {
@@ -498,20 +517,11 @@ func (e *execution) checkUsing(opts []usingOpt) error {
 }
 
 func (e *execution) insert(s *insertStmt) (message.Message, error) {
-	ref, err := e.resolve(s.table)
+	t, unlock, err := e.writeTable(s.table, s.using)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkUsing(s.using); err != nil {
-		return nil, err
-	}
-	st := e.c.node.c.store
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	t, err := userTable(st, ref)
-	if err != nil {
-		return nil, err
-	}
+	defer unlock()
 	cells := make([][]byte, len(t.columns))
 	set := make([]bool, len(t.columns))
 	for i, name := range s.columns {
@@ -563,20 +573,11 @@ func upsert(t *table, key string, cells [][]byte, set []bool) {
 }
 
 func (e *execution) update(s *updateStmt) (message.Message, error) {
-	ref, err := e.resolve(s.table)
+	t, unlock, err := e.writeTable(s.table, s.using)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkUsing(s.using); err != nil {
-		return nil, err
-	}
-	st := e.c.node.c.store
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	t, err := userTable(st, ref)
-	if err != nil {
-		return nil, err
-	}
+	defer unlock()
 	cells := make([][]byte, len(t.columns))
 	set := make([]bool, len(t.columns))
 	for _, a := range s.sets {
@@ -614,20 +615,11 @@ func (e *execution) update(s *updateStmt) (message.Message, error) {
 }
 
 func (e *execution) delete(s *deleteStmt) (message.Message, error) {
-	ref, err := e.resolve(s.table)
+	t, unlock, err := e.writeTable(s.table, s.using)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkUsing(s.using); err != nil {
-		return nil, err
-	}
-	st := e.c.node.c.store
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	t, err := userTable(st, ref)
-	if err != nil {
-		return nil, err
-	}
+	defer unlock()
 	var cols []int
 	for _, name := range s.columns {
 		ci, ok := t.index[name]
