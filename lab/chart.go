@@ -1,134 +1,252 @@
 package lab
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
-	"strings"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// The chart is hand-written SVG (a charting library such as gonum/plot could draw it; this keeps
-// the module's dependencies as they are). Geometry, in pixels:
+// The chart is drawn with gonum/plot, whose Liberation fonts are compiled into the binary: no
+// font is looked up on the system or fetched at run time. Geometry:
 const (
-	chartW, chartH          = 900, 520
-	plotL, plotR            = 80, 620 // plot area, left and right
-	plotT, plotB            = 60, 450 // top and bottom
-	legendX, legendY, lineH = 645, 80, 22
+	chartW, chartH = 10 * vg.Inch, 6 * vg.Inch
+	legendGap      = 14  // points between the plot and the legend at its right
+	pngDPI         = 144 // 1440×864 px: sharp on high-density screens
 )
 
-// seriesStyle gives each strategy a colour and, for ours without evidence, a dash.
-var seriesStyle = map[string]struct{ color, dash string }{
-	OursEvidence: {"#d62728", ""},
-	Ours:         {"#d62728", "7 4"},
-	Gocql:        {"#1f77b4", ""},
-	Python:       {"#2ca02c", ""},
-	PythonHB:     {"#2ca02c", "3 3"},
-	Java4:        {"#9467bd", ""},
-	Rust:         {"#8c564b", ""},
+// latenessFloor is the lowest p99 the chart shows, in seconds: a log axis has no place for 0,
+// so a lower value (a reconnect within a dial or two of the cluster being ready) is drawn at
+// the floor, and the chart says so beneath its legend.
+const latenessFloor = 0.01
+
+// seriesStyle gives each strategy a colour and, for ours without evidence and the Python
+// driver's heartbeat variant, a dash.
+var seriesStyle = map[string]lineStyle{
+	OursEvidence: {rgb(0xd62728), nil},
+	Ours:         {rgb(0xd62728), dashes(7, 4)},
+	Gocql:        {rgb(0x1f77b4), nil},
+	Python:       {rgb(0x2ca02c), nil},
+	PythonHB:     {rgb(0x2ca02c), dashes(3, 3)},
+	Java4:        {rgb(0x9467bd), nil},
+	Rust:         {rgb(0x8c564b), nil},
 }
 
-// WriteSVG draws p99 lateness against outage length, both on log scales, one polyline per
-// strategy, with a legend.
-func (r *Result) WriteSVG(w io.Writer) error {
-	b := bufio.NewWriter(w)
-	outages := r.Config.Outages
-	xlo, xhi := logRange(outages, 0.15)
-	var ys []float64
-	for _, row := range r.Rows {
-		ys = append(ys, row.P99)
-	}
-	ylo, yhi := decadeRange(ys)
-	x := func(v float64) float64 { return plotL + (math.Log10(v)-xlo)/(xhi-xlo)*(plotR-plotL) }
-	y := func(v float64) float64 {
-		return plotB - (math.Log10(max(v, math.Pow(10, ylo)))-ylo)/(yhi-ylo)*(plotB-plotT)
-	}
-
-	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
-		chartW, chartH, chartW, chartH)
-	fmt.Fprintf(b, "<title>p99 lateness after a full-cluster outage, by strategy</title>\n")
-	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", chartW, chartH)
-	fmt.Fprintf(b, `<text x="%d" y="30" font-size="16">p99 lateness after a full-cluster outage (%d outages per length, %d nodes)</text>`+"\n",
-		plotL, r.Config.Samples, r.Config.Nodes)
-
-	fmt.Fprintln(b, `<g class="grid" stroke="#e0e0e0">`)
-	for k := ylo; k <= yhi; k++ {
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`+"\n", plotL, y(math.Pow(10, k)), plotR, y(math.Pow(10, k)))
-	}
-	for _, o := range outages {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`+"\n", x(o), plotT, x(o), plotB)
-	}
-	fmt.Fprintln(b, "</g>")
-
-	fmt.Fprintln(b, `<g class="axes" stroke="#333">`)
-	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d"/>`+"\n", plotL, plotB, plotR, plotB)
-	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d"/>`+"\n", plotL, plotT, plotL, plotB)
-	for k := ylo; k <= yhi; k++ {
-		fmt.Fprintf(b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/>`+"\n", plotL-5, y(math.Pow(10, k)), plotL, y(math.Pow(10, k)))
-	}
-	for _, o := range outages {
-		fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`+"\n", x(o), plotB, x(o), plotB+5)
-	}
-	fmt.Fprintln(b, "</g>")
-
-	fmt.Fprintln(b, `<g class="ticks" fill="#333">`)
-	for k := ylo; k <= yhi; k++ {
-		fmt.Fprintf(b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", plotL-8, y(math.Pow(10, k))+4, decadeLabel(k))
-	}
-	for _, o := range outages {
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(o), plotB+20,
-			escape(shortDuration(time.Duration(o*float64(time.Second)))))
-	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">outage length (log scale)</text>`+"\n", (plotL+plotR)/2, plotB+45)
-	fmt.Fprintf(b, `<text transform="translate(25 %d) rotate(-90)" text-anchor="middle">p99 lateness after the cluster is ready, s (log scale)</text>`+"\n",
-		(plotT+plotB)/2)
-	fmt.Fprintln(b, "</g>")
-
-	fmt.Fprintln(b, `<g class="series" fill="none" stroke-width="2.5" stroke-linejoin="round">`)
-	for _, s := range r.Strategies {
-		st := style(s.ID)
-		var pts []string
-		var dots strings.Builder
-		for _, row := range r.Rows {
-			if row.Strategy != s.ID {
-				continue
-			}
-			px, py := x(row.Outage), y(row.P99)
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
-			fmt.Fprintf(&dots, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s" stroke="none"><title>%s, %s: p99 %.2f s</title></circle>`+"\n",
-				px, py, st.color, escape(s.Name), escape(shortDuration(time.Duration(row.Outage*float64(time.Second)))), row.P99)
-		}
-		dash := ""
-		if st.dash != "" {
-			dash = fmt.Sprintf(` stroke-dasharray="%s"`, st.dash)
-		}
-		fmt.Fprintf(b, `<polyline data-strategy="%s" stroke="%s"%s points="%s"/>`+"\n", escape(s.ID), st.color, dash, strings.Join(pts, " "))
-		b.WriteString(dots.String())
-	}
-	fmt.Fprintln(b, "</g>")
-
-	fmt.Fprintln(b, `<g class="legend">`)
-	for i, s := range r.Strategies {
-		st := style(s.ID)
-		ly := legendY + i*lineH
-		dash := ""
-		if st.dash != "" {
-			dash = fmt.Sprintf(` stroke-dasharray="%s"`, st.dash)
-		}
-		fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`+"\n", legendX, ly, legendX+30, ly, st.color, dash)
-		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", legendX+38, ly+4, escape(s.Name))
-	}
-	fmt.Fprintln(b, "</g>")
-	fmt.Fprintln(b, "</svg>")
-	return b.Flush()
+type lineStyle struct {
+	color  color.RGBA
+	dashes []vg.Length
 }
 
-func style(id string) struct{ color, dash string } {
+func style(id string) lineStyle {
 	if st, ok := seriesStyle[id]; ok {
 		return st
 	}
-	return struct{ color, dash string }{"#7f7f7f", ""}
+	return lineStyle{rgb(0x7f7f7f), nil}
+}
+
+// WriteSVG draws the chart of WritePNG as SVG. Its text names Liberation Sans, with the
+// metrically compatible Arial and Helvetica after it, so that a viewer without the Liberation
+// fonts lays the labels out the same.
+func (r *Result) WriteSVG(w io.Writer) error {
+	c := vgsvg.New(chartW, chartH)
+	if err := r.drawChart(draw.New(c)); err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return err
+	}
+	svg := bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Sans;"),
+		[]byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
+	_, err := w.Write(svg)
+	return err
+}
+
+// WritePNG draws p99 lateness against outage length, both on log scales, one line with a point
+// per outage length for each strategy, with the legend to the right of the plot. A p99 under
+// 10 ms is drawn at 10 ms, and a note under the legend says so.
+func (r *Result) WritePNG(w io.Writer) error {
+	c := vgimg.NewWith(vgimg.UseWH(chartW, chartH), vgimg.UseDPI(pngDPI))
+	if err := r.drawChart(draw.New(c)); err != nil {
+		return err
+	}
+	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
+	return err
+}
+
+// drawChart draws the chart on c, whatever its format.
+func (r *Result) drawChart(c draw.Canvas) error {
+	if err := r.chartable(); err != nil {
+		return err
+	}
+	outages := r.Config.Outages
+	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
+	textStyle := func(size vg.Length) text.Style {
+		return text.Style{Color: color.Black, Font: font.From(sans, size), Handler: plot.DefaultTextHandler}
+	}
+
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("p99 lateness after a full-cluster outage (%d outages per length, %d nodes)",
+		r.Config.Samples, r.Config.Nodes)
+	p.Title.TextStyle.Font = font.From(sans, 14)
+	p.Title.Padding = vg.Points(10)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Scale = plot.LogScale{}
+		a.Tick.Label.Font = font.From(sans, 11)
+		a.LineStyle.Color = color.Gray{0x33}
+		a.Tick.LineStyle.Color = color.Gray{0x33}
+	}
+
+	xlo, xhi := logRange(outages, 0.15)
+	p.X.Min, p.X.Max = math.Pow(10, xlo), math.Pow(10, xhi)
+	var xticks plot.ConstantTicks
+	for _, o := range outages {
+		xticks = append(xticks, plot.Tick{Value: o, Label: outageLabel(o)})
+	}
+	p.X.Tick.Marker = xticks
+
+	ys := make([]float64, 0, len(r.Rows))
+	clamped := false
+	for _, row := range r.Rows {
+		ys = append(ys, max(row.P99, latenessFloor))
+		clamped = clamped || row.P99 < latenessFloor
+	}
+	ylo, yhi := decadeRange(ys)
+	p.Y.Min, p.Y.Max = math.Pow(10, ylo), math.Pow(10, yhi)
+	p.Y.Tick.Marker = decadeTicks(ylo, yhi)
+
+	grid := plotter.NewGrid()
+	grid.Vertical.Color = color.Gray{0xe0}
+	grid.Horizontal.Color = color.Gray{0xe0}
+	p.Add(grid)
+
+	legend := plot.NewLegend()
+	legend.TextStyle = textStyle(11)
+	legend.Top, legend.Left = true, true
+	legend.ThumbnailWidth = vg.Points(28)
+	legend.Padding = vg.Points(4)
+
+	// Ours are drawn last, on top of the drivers whose lines they meet; the legend keeps the
+	// table's order.
+	series := make([]plot.Plotter, len(r.Strategies))
+	for i, s := range r.Strategies {
+		var pts plotter.XYs
+		for _, row := range r.Rows {
+			if row.Strategy == s.ID {
+				pts = append(pts, plotter.XY{X: row.Outage, Y: max(row.P99, latenessFloor)})
+			}
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("lab: %s: %w", s.ID, err)
+		}
+		st := style(s.ID)
+		line.Color, line.Width, line.Dashes = st.color, vg.Points(2), st.dashes
+		points.Color, points.Radius, points.Shape = st.color, vg.Points(2.75), draw.CircleGlyph{}
+		series[len(series)-1-i] = seriesPlot{line, points}
+		legend.Add(s.Name, line, points)
+	}
+	p.Add(series...)
+	// Keep the axes to the ranges set above: Add widens them to the data, which they hold.
+	p.X.Min, p.X.Max = math.Pow(10, xlo), math.Pow(10, xhi)
+	p.Y.Min, p.Y.Max = math.Pow(10, ylo), math.Pow(10, yhi)
+
+	// The axis labels are drawn here rather than by the plot: gonum/plot reserves room for an
+	// axis label around the arithmetic mean of the axis range, which on a log axis lies near
+	// its top end, and would squeeze the data area to make room that the label never uses.
+	axisLabel := textStyle(11)
+	strip := axisLabel.Height("Xg") + vg.Points(6)
+	// The legend's column is as wide as its text in Liberation Sans and a quarter more, so that
+	// an SVG viewer that falls back to a wider font still fits it on the canvas.
+	legendW := vg.Points(legendGap) + legend.ThumbnailWidth
+	var textW vg.Length
+	for _, s := range r.Strategies {
+		textW = max(textW, legend.TextStyle.Width(" "+s.Name))
+	}
+	note, noteText := textStyle(10), fmt.Sprintf("p99 under %g s is drawn at %g s", latenessFloor, latenessFloor)
+	note.Color = color.Gray{0x55}
+	if clamped {
+		textW = max(textW, note.Width(noteText)-legend.ThumbnailWidth)
+	}
+	legendW += textW * 5 / 4
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	plotArea := draw.Crop(c, strip, -legendW, strip, 0)
+	p.Draw(plotArea)
+	data := p.DataCanvas(plotArea)
+
+	xLabel := axisLabel
+	xLabel.XAlign, xLabel.YAlign = draw.XCenter, draw.YBottom
+	c.FillText(xLabel, vg.Point{X: data.Center().X, Y: c.Min.Y + vg.Points(4)}, "outage length (log scale)")
+	yLabel := axisLabel
+	yLabel.XAlign, yLabel.YAlign, yLabel.Rotation = draw.XCenter, draw.YTop, math.Pi/2
+	c.FillText(yLabel, vg.Point{X: c.Min.X + vg.Points(4), Y: data.Center().Y}, "p99 lateness after the cluster is ready, s (log scale)")
+
+	// The legend's column starts level with the top of the data area.
+	col := draw.Crop(c, plotArea.Max.X-c.Min.X+vg.Points(legendGap), 0, 0, data.Max.Y-c.Max.Y)
+	legend.Draw(col)
+	if clamped {
+		c.FillText(note, vg.Point{X: col.Min.X, Y: legend.Rectangle(col).Min.Y - vg.Points(18)}, noteText)
+	}
+	return nil
+}
+
+// chartable says why r cannot be drawn on log axes, if it cannot: a p99 of 0 or less is
+// clamped to the floor, but an outage length of 0 or less, or a value that is not a number, has
+// no place at all.
+func (r *Result) chartable() error {
+	for _, o := range r.Config.Outages {
+		if !(o > 0) || math.IsInf(o, 0) {
+			return fmt.Errorf("lab: outage length %v s has no place on a log axis", o)
+		}
+	}
+	for _, row := range r.Rows {
+		if !(row.Outage > 0) || math.IsInf(row.Outage, 0) {
+			return fmt.Errorf("lab: outage length %v s of %s has no place on a log axis", row.Outage, row.Strategy)
+		}
+		if math.IsNaN(row.P99) || math.IsInf(row.P99, 0) {
+			return fmt.Errorf("lab: %s at %s: p99 %v cannot be drawn", row.Strategy, outageLabel(row.Outage), row.P99)
+		}
+	}
+	return nil
+}
+
+// seriesPlot is one strategy's line and points, drawn as one plotter so that the draw order of
+// strategies holds for both.
+type seriesPlot struct {
+	line   *plotter.Line
+	points *plotter.Scatter
+}
+
+func (s seriesPlot) Plot(c draw.Canvas, p *plot.Plot) {
+	s.line.Plot(c, p)
+	s.points.Plot(c, p)
+}
+
+// GlyphBoxes makes the plot leave room for points on the edge of the axis range.
+func (s seriesPlot) GlyphBoxes(p *plot.Plot) []plot.GlyphBox { return s.points.GlyphBoxes(p) }
+
+// decadeTicks labels every decade from 10^lo to 10^hi and marks 2–9 times each, unlabelled.
+func decadeTicks(lo, hi float64) plot.ConstantTicks {
+	var ticks plot.ConstantTicks
+	for k := lo; k <= hi; k++ {
+		ticks = append(ticks, plot.Tick{Value: math.Pow(10, k), Label: decadeLabel(k)})
+		for m := 2.0; m <= 9 && k < hi; m++ {
+			ticks = append(ticks, plot.Tick{Value: m * math.Pow(10, k)})
+		}
+	}
+	return ticks
 }
 
 // logRange is the log10 span of positive values, padded by pad decades (half a decade each side
@@ -149,10 +267,12 @@ func logRange(vs []float64, pad float64) (lo, hi float64) {
 	return lo - pad, hi + pad
 }
 
-// decadeRange is the smallest span of whole decades holding the values, no lower than 1 ms.
+// decadeRange is the smallest span of whole decades holding the values, no lower than the
+// floor of the chart.
 func decadeRange(vs []float64) (lo, hi float64) {
+	floor := math.Log10(latenessFloor)
 	l, h := logRange(vs, 0)
-	lo, hi = math.Floor(max(l, -3)), math.Ceil(max(h, -3))
+	lo, hi = math.Floor(max(l, floor)), math.Ceil(max(h, floor))
 	if hi <= lo {
 		hi = lo + 1
 	}
@@ -166,4 +286,15 @@ func decadeLabel(k float64) string {
 	return fmt.Sprintf("%.0f", math.Pow(10, k))
 }
 
-var escape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;").Replace
+// outageLabel writes an outage length in seconds as the table does: 10s, 1m, 10m, 1h.
+func outageLabel(seconds float64) string {
+	return shortDuration(time.Duration(seconds * float64(time.Second)))
+}
+
+func rgb(v uint32) color.RGBA {
+	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
+}
+
+func dashes(on, off float64) []vg.Length {
+	return []vg.Length{vg.Points(on), vg.Points(off)}
+}

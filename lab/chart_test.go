@@ -5,7 +5,12 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
@@ -13,16 +18,165 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSVGIsWellFormedWithOnePolylinePerStrategy(t *testing.T) {
+// TestSVGHasALineAndALegendEntryPerStrategy reads the SVG as a viewer would: a well-formed
+// document whose texts include each strategy's name once (its legend entry), the outage
+// lengths and the axis labels, and whose stroked paths include, for each strategy's colour and
+// dash, one line through a point per outage length (the data) and one short line (the legend's
+// thumbnail), drawn where log scales put them.
+func TestSVGHasALineAndALegendEntryPerStrategy(t *testing.T) {
 	res, err := Run(context.Background(), Config{Samples: 20, Fleet: 10})
 	require.NoError(t, err)
-	svg := mustSVG(t, res)
+	svg := parseSVG(t, mustSVG(t, res))
 
-	dec := xml.NewDecoder(bytes.NewReader(svg))
-	var root string
-	lines := map[string]int{} // strategy -> points
-	legend := 0
-	var inLegend bool
+	ends := map[string]vertex{} // strategy -> the last point of its line
+	for _, s := range res.Strategies {
+		assert.Equal(t, 1, svg.texts[s.Name], "%s: one legend entry", s.ID)
+
+		var lines, thumbnails int
+		var end vertex
+		for _, path := range svg.lines[strokeKey(style(s.ID))] {
+			switch len(path) {
+			case len(res.Config.Outages):
+				lines++
+				end = path[len(path)-1]
+			case 2:
+				thumbnails++
+			}
+		}
+		assert.Equal(t, 1, lines, "%s: one line with a point per outage length", s.ID)
+		assert.Equal(t, 1, thumbnails, "%s: one legend thumbnail", s.ID)
+		ends[s.ID] = end
+	}
+
+	// Both axes are logarithmic: the decade labels stand evenly apart, the points of a line
+	// stand apart as the logarithms of their outage lengths, and two lines at the longest outage
+	// as the logarithms of their p99s.
+	var decade []float64
+	for _, label := range []string{"0.1", "1", "10", "100", "1000"} {
+		require.Contains(t, svg.textY, label)
+		decade = append(decade, svg.textY[label])
+	}
+	perDecade := decade[1] - decade[0]
+	for i := 1; i < len(decade); i++ {
+		assert.InDelta(t, perDecade, decade[i]-decade[i-1], 0.05, "decade labels evenly apart")
+	}
+	line := svg.lines[strokeKey(style(Python))][0]
+	outages := res.Config.Outages
+	for i := 2; i < len(line); i++ {
+		assert.InDelta(t, math.Log10(outages[i]/outages[i-1])/math.Log10(outages[1]/outages[0]),
+			(line[i].x-line[i-1].x)/(line[1].x-line[0].x), 0.001, "outage %d", i)
+	}
+	longest := outages[len(outages)-1]
+	for _, a := range res.Strategies {
+		for _, b := range res.Strategies {
+			ra, _ := res.Row(longest, a.ID)
+			rb, _ := res.Row(longest, b.ID)
+			assert.InDelta(t, math.Log10(ra.P99/rb.P99)*perDecade, ends[a.ID].y-ends[b.ID].y, 0.05,
+				"at 1h, %s (p99 %.3g s) against %s (%.3g s)", a.ID, ra.P99, b.ID, rb.P99)
+		}
+	}
+
+	for _, label := range []string{"10s", "1m", "10m", "1h", "outage length (log scale)",
+		"p99 lateness after the cluster is ready, s (log scale)", "0.1", "1", "10", "100", "1000"} {
+		assert.Contains(t, svg.texts, label)
+	}
+	assert.NotContains(t, svg.texts, "p99 under 0.01 s is drawn at 0.01 s", "nothing is under the floor")
+	assert.Contains(t, svg.fontFamilies, "Liberation Sans,Arial,Helvetica,sans-serif", "a fallback for viewers without Liberation")
+}
+
+func TestPNGIsTheChartAtItsSize(t *testing.T) {
+	res, err := Run(context.Background(), Config{Samples: 20, Fleet: 10})
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	require.NoError(t, res.WritePNG(&buf))
+	img, err := png.Decode(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, image.Rect(0, 0, 1440, 864), img.Bounds(), "10 × 6 in at 144 dpi")
+
+	colours := map[color.RGBA]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			colours[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
+		}
+	}
+	assert.Greater(t, colours[color.RGBA{0xff, 0xff, 0xff, 0xff}], b.Dx()*b.Dy()/2, "a white background")
+	for _, s := range res.Strategies {
+		assert.Greater(t, colours[style(s.ID).color], 20, "%s: its colour is drawn", s.ID)
+	}
+}
+
+// TestChartClampsWhatALogAxisCannotShow: a p99 of 0 or less is drawn at the 10 ms floor, with a
+// note; what cannot be placed at all is an error, never a panic.
+func TestChartClampsWhatALogAxisCannotShow(t *testing.T) {
+	res := &Result{
+		Config:     Settings{Outages: []float64{10, 60}, Samples: 1, Nodes: 3},
+		Strategies: []StrategyInfo{{ID: Rust, Name: "Rust driver"}, {ID: Gocql, Name: "gocql v1.7"}},
+		Rows: []Row{
+			{Outage: 10, Strategy: Rust, P99: 0}, {Outage: 60, Strategy: Rust, P99: -1},
+			{Outage: 10, Strategy: Gocql, P99: 0.5}, {Outage: 60, Strategy: Gocql, P99: 2},
+		},
+	}
+	svg := parseSVG(t, mustSVG(t, res))
+	assert.Contains(t, svg.texts, "p99 under 0.01 s is drawn at 0.01 s")
+	assert.Contains(t, svg.texts, "0.01", "the axis starts at the floor")
+	require.NoError(t, res.WritePNG(io.Discard))
+
+	res.Rows[0].P99 = math.NaN()
+	assert.ErrorContains(t, res.WriteSVG(io.Discard), "p99 NaN")
+	res.Rows[0].P99 = 0
+	res.Config.Outages[0] = 0
+	assert.ErrorContains(t, res.WritePNG(io.Discard), "log axis")
+}
+
+func TestChartScales(t *testing.T) {
+	lo, hi := decadeRange([]float64{0.04, 1, 580})
+	assert.Equal(t, []float64{-2, 3}, []float64{lo, hi})
+	lo, hi = decadeRange([]float64{1})
+	assert.Equal(t, []float64{-1, 1}, []float64{lo, hi}, "a single value gets a decade each side")
+	lo, hi = decadeRange([]float64{0.001, 0.5})
+	assert.Equal(t, []float64{-2, 0}, []float64{lo, hi}, "no lower than the floor")
+	assert.Equal(t, "0.01", decadeLabel(-2))
+	assert.Equal(t, "1000", decadeLabel(3))
+	assert.Equal(t, "1h", outageLabel(3600))
+
+	ticks := decadeTicks(-1, 1)
+	var labels []string
+	for _, tk := range ticks {
+		if !tk.IsMinor() {
+			labels = append(labels, tk.Label)
+		}
+	}
+	assert.Equal(t, []string{"0.1", "1", "10"}, labels)
+	assert.Len(t, ticks, 3+2*8, "2–9 times each decade but the last, unlabelled")
+}
+
+func mustSVG(t *testing.T, r *Result) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, r.WriteSVG(&buf))
+	return buf.Bytes()
+}
+
+// svgDoc is what the tests read of an SVG chart.
+type svgDoc struct {
+	texts        map[string]int        // text content -> occurrences
+	textY        map[string]float64    // text content -> baseline, up from the bottom (last seen)
+	lines        map[string][][]vertex // stroke and dash (strokeKey) -> vertices of each path
+	fontFamilies map[string]bool       // font-family values of the texts
+}
+
+type vertex struct{ x, y float64 }
+
+// parseSVG decodes a document that must be well-formed SVG and collects its texts and its
+// stroked, unfilled paths.
+func parseSVG(t *testing.T, doc []byte) svgDoc {
+	t.Helper()
+	out := svgDoc{texts: map[string]int{}, textY: map[string]float64{}, lines: map[string][][]vertex{}, fontFamilies: map[string]bool{}}
+	dec := xml.NewDecoder(bytes.NewReader(doc))
+	root := ""
+	inText := false
+	var y float64
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -35,51 +189,64 @@ func TestSVGIsWellFormedWithOnePolylinePerStrategy(t *testing.T) {
 				root = el.Name.Local
 				assert.Equal(t, "http://www.w3.org/2000/svg", el.Name.Space)
 			}
+			css := cssOf(attr(el, "style"))
 			switch el.Name.Local {
-			case "polyline":
-				id := attr(el, "data-strategy")
-				require.NotEmpty(t, id)
-				assert.NotContains(t, lines, id, "one polyline per strategy")
-				lines[id] = len(strings.Fields(attr(el, "points")))
-			case "g":
-				inLegend = attr(el, "class") == "legend"
 			case "text":
-				if inLegend {
-					legend++
+				inText = true
+				// vgsvg flips the page so that y runs up, and each text back again.
+				_, err := fmt.Sscanf(attr(el, "y"), "%g", &y)
+				require.NoError(t, err)
+				y = -y
+				out.fontFamilies[css["font-family"]] = true
+			case "path":
+				if css["fill"] == "none" && css["stroke"] != "" {
+					key := strings.ToLower(css["stroke"]) + " " + css["stroke-dasharray"]
+					out.lines[key] = append(out.lines[key], vertices(t, attr(el, "d")))
 				}
 			}
-		case xml.EndElement:
-			if el.Name.Local == "g" {
-				inLegend = false
+		case xml.CharData:
+			if inText {
+				out.texts[string(el)]++
+				out.textY[string(el)] = y
 			}
+		case xml.EndElement:
+			inText = false
 		}
 	}
 	assert.Equal(t, "svg", root)
-	require.Len(t, lines, len(res.Strategies))
-	for _, s := range res.Strategies {
-		assert.Equal(t, 4, lines[s.ID], "%s: a point per outage length", s.ID)
-	}
-	assert.Equal(t, len(res.Strategies), legend, "a legend entry per strategy")
-	for _, label := range []string{">10s<", ">1m<", ">10m<", ">1h<", "log scale"} {
-		assert.Contains(t, string(svg), label)
-	}
+	return out
 }
 
-func TestChartScales(t *testing.T) {
-	lo, hi := decadeRange([]float64{0.04, 1, 580})
-	assert.Equal(t, []float64{-2, 3}, []float64{lo, hi})
-	lo, hi = decadeRange([]float64{1})
-	assert.Equal(t, []float64{-1, 1}, []float64{lo, hi}, "a single value gets a decade each side")
-	assert.Equal(t, "0.01", decadeLabel(-2))
-	assert.Equal(t, "1000", decadeLabel(3))
-	assert.Equal(t, "a &amp; &lt;b&gt;", escape("a & <b>"))
+// strokeKey is how parseSVG files a path drawn in st.
+func strokeKey(st lineStyle) string {
+	var dash []string
+	for _, d := range st.dashes {
+		dash = append(dash, fmt.Sprintf("%g", d.Points()))
+	}
+	return fmt.Sprintf("#%02x%02x%02x %s", st.color.R, st.color.G, st.color.B, strings.Join(dash, ","))
 }
 
-func mustSVG(t *testing.T, r *Result) []byte {
+func cssOf(style string) map[string]string {
+	css := map[string]string{}
+	for _, decl := range strings.Split(style, ";") {
+		if k, v, ok := strings.Cut(decl, ":"); ok {
+			css[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return css
+}
+
+// vertices reads a path of straight segments ("M x,y L x,y ...").
+func vertices(t *testing.T, d string) []vertex {
 	t.Helper()
-	var buf bytes.Buffer
-	require.NoError(t, r.WriteSVG(&buf))
-	return buf.Bytes()
+	var vs []vertex
+	for _, seg := range strings.FieldsFunc(d, func(r rune) bool { return r == 'M' || r == 'L' }) {
+		var v vertex
+		_, err := fmt.Sscanf(seg, "%g,%g", &v.x, &v.y)
+		require.NoError(t, err, "segment %q of %q", seg, d)
+		vs = append(vs, v)
+	}
+	return vs
 }
 
 func attr(el xml.StartElement, name string) string {

@@ -24,6 +24,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var cfg lab.Config
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of the table")
 	svgPath := fs.String("svg", "", "write the chart (p99 lateness against outage length, per strategy) to this SVG `file`")
+	pngPath := fs.String("png", "", "write the same chart to this PNG `file`")
 	outages := fs.String("outages", "10s,1m,10m,1h", "nominal outage `lengths`, comma-separated")
 	fs.IntVar(&cfg.Samples, "samples", lab.DefaultSamples, "outages simulated per length, each drawn uniformly in [L/2, 3L/2]")
 	fs.IntVar(&cfg.Fleet, "fleet", lab.DefaultFleet, "clients in the fleet view")
@@ -50,10 +51,19 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *svgPath != "" {
-		if err := writeChart(*svgPath, res); err != nil {
+	charts := []struct {
+		path  string
+		write func(io.Writer) error
+	}{{*svgPath, res.WriteSVG}, {*pngPath, res.WritePNG}}
+	var written []string
+	for _, ch := range charts {
+		if ch.path == "" {
+			continue
+		}
+		if err := writeChart(ch.path, ch.write); err != nil {
 			return err
 		}
+		written = append(written, ch.path)
 	}
 	if *jsonOut {
 		return res.WriteJSON(stdout)
@@ -61,18 +71,19 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := res.WriteTable(stdout); err != nil {
 		return err
 	}
-	if *svgPath != "" {
-		fmt.Fprintf(stdout, "\nchart: %s\n", *svgPath)
+	if len(written) > 0 {
+		fmt.Fprintf(stdout, "\nchart: %s\n", strings.Join(written, ", "))
 	}
 	return nil
 }
 
-func writeChart(path string, res *lab.Result) error {
+// writeChart creates path and writes one of the lab's charts to it.
+func writeChart(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := res.WriteSVG(f); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
