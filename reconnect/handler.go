@@ -145,35 +145,20 @@ func (h *Handler[C]) ReArm(r Reason, hint string) {
 // Wait returns the current connection, or waits for the next one until ctx is done. It returns
 // ErrClosed after Close. The connection may be lost by the time the caller uses it.
 func (h *Handler[C]) Wait(ctx context.Context) (C, error) {
-	var zero C
-	for {
-		select {
-		case <-h.closing:
-			return zero, ErrClosed
-		default:
-		}
-		h.mu.Lock()
-		if h.hasConn {
-			c := h.conn
-			h.mu.Unlock()
-			return c, nil
-		}
-		ready := h.ready
-		h.mu.Unlock()
-		select {
-		case <-ready:
-		case <-h.closing:
-			return zero, ErrClosed
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		}
-	}
+	var none C
+	return h.wait(ctx, none, false)
 }
 
 // WaitNext is Wait for a connection other than prev: while prev is still the current
 // connection (lost, but the handler has yet to notice), it waits for the handler to drop it
 // and then for the next one. It lets a consumer that saw prev fail hand over without polling.
 func (h *Handler[C]) WaitNext(ctx context.Context, prev C) (C, error) {
+	return h.wait(ctx, prev, true)
+}
+
+// wait returns the current connection unless it is prev (when skip is set), else waits for
+// the next one.
+func (h *Handler[C]) wait(ctx context.Context, prev C, skip bool) (C, error) {
 	var zero C
 	for {
 		select {
@@ -184,7 +169,7 @@ func (h *Handler[C]) WaitNext(ctx context.Context, prev C) (C, error) {
 		h.mu.Lock()
 		wake := h.ready
 		if h.hasConn {
-			if c := h.conn; any(c) != any(prev) {
+			if c := h.conn; !skip || any(c) != any(prev) {
 				h.mu.Unlock()
 				return c, nil
 			}
