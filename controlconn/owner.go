@@ -140,9 +140,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	if err != nil {
 		cc.log.Error("metadata of the new connection rejected", "addr", l.ep.Addr, "err", err)
 	}
-	for _, s := range l.skipped {
-		cc.log.Debug("peer skipped", "peer", s.Peer, "err", s.Err)
-	}
+	cc.noteSkipped(l.skipped)
 	cc.current.Store(l)
 	cc.upMu.Lock()
 	close(cc.up)
@@ -238,9 +236,7 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 	if err != nil {
 		cc.log.Warn("metadata refresh rejected", "err", err)
 	}
-	for _, s := range r.skipped {
-		cc.log.Debug("peer skipped", "peer", s.Peer, "err", s.Err)
-	}
+	cc.noteSkipped(r.skipped)
 	for _, w := range o.inflight {
 		w <- err
 	}
