@@ -45,6 +45,7 @@ type owner struct {
 	adoptions  int                // connections adopted so far; probes start from the second
 	statusSeq  map[string]uint64  // by host ID: STATUS_CHANGE events applied, to tell stale probes
 	probed     chan probeResult   // probe workers -> run
+	gate       refreshGate        // spaces the refreshes nobody waits for
 }
 
 // run is the owner goroutine.
@@ -56,7 +57,9 @@ func (cc *ControlConnection) run() {
 		refreshed: make(chan refreshResult, 1),
 		statusSeq: map[string]uint64{},
 		probed:    make(chan probeResult),
+		gate:      newRefreshGate(MinRefreshInterval),
 	}
+	defer o.gate.stop()
 	o.periodic.Stop()
 	defer o.periodic.Stop()
 	links := make(chan *link, 1)
@@ -110,6 +113,9 @@ func (cc *ControlConnection) run() {
 			cc.maybeRefresh(o)
 		case <-o.periodic.C:
 			cc.wantRefresh(o)
+		case <-o.gate.C():
+			o.gate.fired()
+			cc.maybeRefresh(o)
 		case r := <-o.refreshed:
 			cc.onRefreshed(o, r)
 		case r := <-o.probed:
@@ -196,6 +202,10 @@ func (cc *ControlConnection) maybeRefresh(o *owner) {
 	if o.cur == nil || o.refreshing || (!o.dirty && len(o.pending) == 0) {
 		return
 	}
+	if len(o.pending) == 0 && !o.gate.allow(time.Now()) {
+		return // o.dirty stays set: the gate's timer brings it back
+	}
+	o.gate.started(time.Now())
 	o.refreshing, o.dirty = true, false
 	o.inflight, o.pending = o.pending, nil
 	l, gen := o.cur, o.gen
