@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race vet lint bench demo sim image clean
+.PHONY: test race vet lint bench fuzz soak demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector.
 test: vet race
@@ -16,6 +16,17 @@ race:
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Fuzz each target for FUZZTIME (the regular tests replay the committed corpus under
+# testdata/fuzz; a failing input the fuzzer finds is written there too).
+FUZZTIME ?= 10s
+FUZZ_TARGETS = ./internal/wire:FuzzReadFrame ./internal/wire:FuzzDecodeEvent ./metadata:FuzzReadTablesPeerRow
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg || exit 1; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/

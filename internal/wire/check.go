@@ -24,6 +24,13 @@ const maxTypeDepth = 32
 // bounded allocations. A body that passes is not necessarily valid, only safe to decode.
 func CheckBody(h *frame.Header, body []byte) error {
 	c := &cursor{b: body}
+	switch h.OpCode {
+	case primitive.OpCodeError, primitive.OpCodeReady, primitive.OpCodeAuthenticate,
+		primitive.OpCodeSupported, primitive.OpCodeResult, primitive.OpCodeEvent,
+		primitive.OpCodeAuthChallenge, primitive.OpCodeAuthSuccess:
+	default: // a request's opcode: no server sends it
+		return fmt.Errorf("%w: opcode %v is not a response", ErrBadBody, h.OpCode)
+	}
 	if h.Flags.Contains(primitive.HeaderFlagCompressed) {
 		return nil // the codec has no decompressor and rejects it
 	}
@@ -48,6 +55,17 @@ func CheckBody(h *frame.Header, body []byte) error {
 		c.result(h.Version)
 	case primitive.OpCodeAuthChallenge, primitive.OpCodeAuthSuccess:
 		c.bytes()
+	case primitive.OpCodeSupported:
+		n := c.short() // [string multimap]: the decoder sizes a map by n
+		for i := 0; i < n && c.err == nil; i++ {
+			c.str()
+			c.strList()
+		}
+	case primitive.OpCodeEvent:
+		switch c.text() {
+		case string(primitive.EventTypeSchemaChange):
+			c.schemaChange()
+		}
 	case primitive.OpCodeError:
 		c.errorBody(h.Version)
 	}
@@ -107,7 +125,34 @@ func (c *cursor) short() int {
 	return int(v)
 }
 
-func (c *cursor) str()        { c.skip(c.short()) }
+func (c *cursor) str() { c.skip(c.short()) }
+
+// text reads a [string]; "" after an error.
+func (c *cursor) text() string {
+	n := c.short()
+	start := c.off
+	c.skip(n)
+	if c.err != nil {
+		return ""
+	}
+	return string(c.b[start:c.off])
+}
+
+// schemaChange skips a schema change (event or result, protocol v3+): change type, target,
+// keyspace, then a name and, for functions and aggregates, a [string list] of argument types
+// whose length the decoder allocates for.
+func (c *cursor) schemaChange() {
+	c.str() // change type
+	target := c.text()
+	c.str() // keyspace
+	switch primitive.SchemaChangeTarget(target) {
+	case primitive.SchemaChangeTargetTable, primitive.SchemaChangeTargetType:
+		c.str()
+	case primitive.SchemaChangeTargetFunction, primitive.SchemaChangeTargetAggregate:
+		c.str()
+		c.strList()
+	}
+}
 func (c *cursor) shortBytes() { c.skip(c.short()) }
 
 // bytes skips a [bytes]: a negative length is NULL.
@@ -156,6 +201,8 @@ func (c *cursor) result(v primitive.ProtocolVersion) {
 		for i := 0; i < rows*cols && c.err == nil; i++ {
 			c.bytes()
 		}
+	case primitive.ResultTypeSchemaChange:
+		c.schemaChange()
 	case primitive.ResultTypePrepared:
 		c.shortBytes()
 		if v.SupportsResultMetadataId() {
@@ -192,14 +239,14 @@ func (c *cursor) variablesMetadata(v primitive.ProtocolVersion) {
 		pk := c.count(2)
 		c.skip(2 * pk)
 	}
-	c.columns(flags.Contains(primitive.VariablesFlagGlobalTablesSpec), n)
+	if n > 0 { // unlike rows metadata, the decoder reads no table spec for zero columns
+		c.columns(flags.Contains(primitive.VariablesFlagGlobalTablesSpec), n)
+	}
 }
 
-// columns skips n column specs; each is at least a name and a type (4 bytes).
+// columns skips n column specs; each is at least a name and a type (4 bytes). As in the
+// decoder, the global table spec is read even when n is 0.
 func (c *cursor) columns(global bool, n int) {
-	if n == 0 {
-		return
-	}
 	if global {
 		c.str()
 		c.str()
