@@ -97,8 +97,8 @@ const (
 
 // Frame size limits of ConnConfig.MaxFrameSize.
 const (
-	// DefaultMaxFrameSize bounds a frame body: about 5 times a system.peers result of 1,000
-	// nodes with 256 vnodes each.
+	// DefaultMaxFrameSize bounds a frame body: about 5 times the system.peers result of a
+	// 1,000-node cluster with 256 vnodes a node (5.8 MiB).
 	DefaultMaxFrameSize = 32 << 20
 	// ProtocolMaxFrameSize is the native protocol's own limit on a frame body (256 MiB).
 	ProtocolMaxFrameSize = wire.ProtocolMaxFrameSize

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
+	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -260,4 +264,31 @@ func TestStreamIDsRotate(t *testing.T) {
 	id, _, err := c.reserve()
 	require.NoError(t, err)
 	assert.Equal(t, int16(1), id, "the rotation starts again at 1")
+}
+
+// DefaultMaxFrameSize is sized for system tables: the system.peers result of a 1,000-node
+// cluster with 256 vnodes a node (tokens of 19 or 20 digits, as Murmur3 tokens mostly are)
+// must fit several times over.
+func TestDefaultMaxFrameSizeFitsSystemPeersOf1000Nodes(t *testing.T) {
+	cols := []memcluster.Column{
+		{Name: "peer", Type: datatype.Inet}, {Name: "data_center", Type: datatype.Varchar}, {Name: "host_id", Type: datatype.Uuid},
+		{Name: "preferred_ip", Type: datatype.Inet}, {Name: "rack", Type: datatype.Varchar}, {Name: "release_version", Type: datatype.Varchar},
+		{Name: "rpc_address", Type: datatype.Inet}, {Name: "schema_version", Type: datatype.Uuid},
+		{Name: "tokens", Type: datatype.NewSet(datatype.Varchar)},
+	}
+	var rows [][]any
+	for n := range 1000 {
+		ip := net.IPv4(10, 0, byte(n>>8), byte(n))
+		tokens := make([]string, 256)
+		for i := range tokens {
+			tokens[i] = strconv.FormatInt(-9223372036854775807+int64(n*256+i)*72057594037927, 10)
+		}
+		id := fmt.Sprintf("00000000-0000-4000-8000-%012d", n)
+		rows = append(rows, []any{ip, "datacenter1", id, ip, "rack1", "4.1.3", ip, id, tokens})
+	}
+	var buf bytes.Buffer
+	f := frame.NewFrame(primitive.ProtocolVersion4, 1, memcluster.Rows(cols, rows))
+	require.NoError(t, frame.NewCodec().EncodeFrame(f, &buf))
+	t.Logf("system.peers of 1,000 nodes x 256 vnodes: %.1f MiB; DefaultMaxFrameSize %d MiB", float64(buf.Len())/(1<<20), DefaultMaxFrameSize>>20)
+	assert.Less(t, buf.Len()*4, DefaultMaxFrameSize, "at least 4 times")
 }
