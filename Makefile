@@ -28,6 +28,13 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg || exit 1; \
 	done
 
+# The long soak: 100 full restarts with gocql attached, 100 seeded random faults on 5 nodes
+# (CQLCONTROL_SEED=n replays a run), a 10 s host-event flood about 20,000 hosts. The regular
+# suite runs the same tests short.
+soak:
+	CQLCONTROL_SOAK=long CQLCONTROL_FLOOD=10s $(GO) test -race -count=1 -timeout 30m -v \
+		-run 'TestSoakRestarts|TestRandomFaults|TestCloseIsPromptDuringHostEventFlood' ./integration/ ./controlconn/
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/
 
