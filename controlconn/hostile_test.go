@@ -124,6 +124,17 @@ func allocatedDuring(f func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
+// dialMeasured dials addr with connectTimeout and returns how long the dial took, the bytes
+// the process allocated meanwhile, and the error.
+func dialMeasured(addr string, connectTimeout time.Duration) (took time.Duration, alloc uint64, err error) {
+	alloc = allocatedDuring(func() {
+		start := time.Now()
+		_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ConnectTimeout: connectTimeout})
+		took = time.Since(start)
+	})
+	return took, alloc, err
+}
+
 // Issue 10, item 1. Fails without the frame-size check: the reader allocated the announced
 // 2 GiB body up front (TotalAlloc grew by 2 GiB) before reading a byte of it.
 func TestDialRejectsFrameHeaderAnnouncing2GiB(t *testing.T) {
@@ -131,13 +142,7 @@ func TestDialRejectsFrameHeaderAnnouncing2GiB(t *testing.T) {
 	s.handshake = func(nc net.Conn, req *frame.Frame) {
 		_, _ = nc.Write(rawHeader(req.Header.StreamId, primitive.OpCodeSupported, 1<<31-1))
 	}
-	var err error
-	var took time.Duration
-	alloc := allocatedDuring(func() {
-		start := time.Now()
-		_, err = Dial(context.Background(), Endpoint{Addr: s.addr()}, ConnConfig{ConnectTimeout: 500 * time.Millisecond})
-		took = time.Since(start)
-	})
+	took, alloc, err := dialMeasured(s.addr(), 500*time.Millisecond)
 	t.Logf("a 2 GiB frame header: dial failed after %v, %d KiB allocated", took, alloc>>10)
 	require.Error(t, err)
 	assert.Equal(t, ClassProtocol, Classify(err), "%v", err)
@@ -154,13 +159,7 @@ func TestDialKeepsDeadlineWhenBodyNeverArrives(t *testing.T) {
 		_, _ = nc.Write(rawHeader(req.Header.StreamId, primitive.OpCodeSupported, 30<<20))
 		_, _ = nc.Write(make([]byte, 1000)) // a little, then silence
 	}
-	var err error
-	var took time.Duration
-	alloc := allocatedDuring(func() {
-		start := time.Now()
-		_, err = Dial(context.Background(), Endpoint{Addr: s.addr()}, ConnConfig{ConnectTimeout: 500 * time.Millisecond})
-		took = time.Since(start)
-	})
+	took, alloc, err := dialMeasured(s.addr(), 500*time.Millisecond)
 	require.Error(t, err)
 	assert.Equal(t, ClassRetryable, Classify(err), "%v", err)
 	assert.GreaterOrEqual(t, took, 500*time.Millisecond)
