@@ -628,6 +628,7 @@ func (c *Conn) shutdown(err error) {
 	pending := c.streams
 	c.streams = map[int16]chan any{}
 	c.mu.Unlock()
+	_ = c.nc.SetDeadline(time.Now()) // unblocks the reader even on a transport whose Close does not
 	_ = c.nc.Close()
 	for _, reply := range pending {
 		reply <- err
