@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"time"
 
@@ -73,16 +74,17 @@ func ReadTables(t Tables) (SnapshotConfig, []SkippedPeer, error) {
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", table, err)
 	}
-	var ring *tokenClaims
+	var ring *tokenRing
 	if IsMurmur3(cfg.Partitioner) {
-		n := len(lh.tokens) * (dec.len() + 1) // peers have as many vnodes as local, usually
-		ring = newTokenClaims(n)
-		if err := ring.claim(lh); err != nil {
+		ring = &tokenRing{entries: make([]ringEntry, 0, len(lh.tokens)*(dec.len()+1))} // vnodes alike, usually
+		if err := ring.parse(lh); err != nil {
 			return cfg, nil, fmt.Errorf("system.local: %w", err)
 		}
 	}
 	cfg.Hosts = make([]Host, 0, dec.len()+1)
 	cfg.Hosts = append(cfg.Hosts, lh)
+	rows := make([]int, 0, dec.len()+1) // peers row of each of cfg.Hosts; -1 for the local row
+	rows = append(rows, -1)
 	seen := make(map[string]struct{}, dec.len()+1)
 	seen[lh.hostID] = struct{}{}
 	var skipped []SkippedPeer
@@ -112,64 +114,100 @@ func ReadTables(t Tables) (SnapshotConfig, []SkippedPeer, error) {
 			continue
 		}
 		if ring != nil {
-			if err := ring.claim(h); err != nil {
-				if !errors.Is(err, ErrDuplicateToken) {
-					err = fmt.Errorf("%w: %w", ErrInvalidPeer, err)
-				}
-				skip(i, h.BroadcastAddress(), fmt.Errorf("metadata: peer %v: %w", h.broadcastAddress, err))
+			if err := ring.parse(h); err != nil {
+				skip(i, h.BroadcastAddress(), fmt.Errorf("metadata: peer %v: %w: %w", h.broadcastAddress, ErrInvalidPeer, err))
 				continue
 			}
 		}
 		seen[h.hostID] = struct{}{}
 		cfg.Hosts = append(cfg.Hosts, h)
+		rows = append(rows, i)
+	}
+	if ring != nil {
+		if ring.sort() {
+			kept, conflicts, err := ring.resolve(cfg.Hosts, rows)
+			if err != nil {
+				return cfg, nil, fmt.Errorf("system.local: %w", err)
+			}
+			cfg.Hosts = kept
+			skipped = append(skipped, conflicts...)
+			slices.SortFunc(skipped, func(a, b SkippedPeer) int { return a.Row - b.Row })
+		} else {
+			cfg.ring = &parsedRing{entries: ring.entries, first: &cfg.Hosts[0], n: len(cfg.Hosts)}
+		}
 	}
 	cfg.TakenAt = t.At
 	return cfg, skipped, nil
 }
 
-// tokenClaims records the Murmur3 tokens of the hosts accepted so far.
-type tokenClaims struct {
-	owner map[int64]int32 // token -> index in hosts
-	hosts []Host          // the hosts accepted, in claim order
-}
-
-func newTokenClaims(sizeHint int) *tokenClaims {
-	return &tokenClaims{owner: make(map[int64]int32, sizeHint)}
+// tokenRing holds the parsed Murmur3 tokens of the hosts accepted so far, to find tokens
+// claimed twice. In the common case (none) that costs a parse and a sort, which the snapshot
+// then reuses (SnapshotConfig.ring).
+type tokenRing struct {
+	entries []ringEntry // owner: index of the accepted host
+	hosts   int         // hosts accepted so far
 }
 
 // errBadToken is wrapped when a token does not parse as a Murmur3 token.
 var errBadToken = errors.New("not a Murmur3 token")
 
-// claim accepts h's tokens if every one parses and none is claimed yet (by another host or
-// twice by h); otherwise nothing of h is recorded.
-func (c *tokenClaims) claim(h Host) error {
-	idx := int32(len(c.hosts))
-	for i, t := range h.tokens {
+// parse accepts h's tokens if every one parses; otherwise nothing of h is recorded.
+func (r *tokenRing) parse(h Host) error {
+	start := len(r.entries)
+	for _, t := range h.tokens {
 		v, err := strconv.ParseInt(t, 10, 64)
-		if err == nil {
-			if other, taken := c.owner[v]; taken {
-				err = fmt.Errorf("%w: token %d already owned by %s", ErrDuplicateToken, v, c.hostID(other, h))
-			}
-		}
 		if err != nil {
-			for _, undo := range h.tokens[:i] {
-				u, _ := strconv.ParseInt(undo, 10, 64)
-				delete(c.owner, u)
-			}
-			if errors.Is(err, ErrDuplicateToken) {
-				return err
-			}
+			r.entries = r.entries[:start]
 			return fmt.Errorf("token %q: %w", t, errBadToken)
 		}
-		c.owner[v] = idx
+		r.entries = append(r.entries, ringEntry{token: v, owner: int32(r.hosts)})
 	}
-	c.hosts = append(c.hosts, h)
+	r.hosts++
 	return nil
 }
 
-func (c *tokenClaims) hostID(i int32, claiming Host) string {
-	if int(i) == len(c.hosts) {
-		return claiming.hostID // h claims one token twice
+// sort sorts the entries by token and reports whether any token is claimed twice.
+func (r *tokenRing) sort() (duplicates bool) {
+	sortEntries(r.entries)
+	for i := 1; i < len(r.entries); i++ {
+		if r.entries[i].token == r.entries[i-1].token {
+			return true
+		}
 	}
-	return c.hosts[i].hostID
+	return false
+}
+
+// resolve keeps the hosts whose tokens no earlier kept host claims (nor they twice), in order,
+// and returns the others as skipped peers (rows[i] is hosts[i]'s row). A conflict of the
+// local host (rows[i] < 0, always first: one of its own tokens twice) is an error. The rare
+// path: it parses again.
+func (r *tokenRing) resolve(hosts []Host, rows []int) ([]Host, []SkippedPeer, error) {
+	owner := make(map[int64]int, len(r.entries))
+	kept := make([]Host, 0, len(hosts))
+	var skipped []SkippedPeer
+	for i, h := range hosts {
+		var err error
+		for j, t := range h.tokens {
+			v, _ := strconv.ParseInt(t, 10, 64) // parsed once already
+			if o, taken := owner[v]; taken {
+				err = fmt.Errorf("%w: token %d already owned by %s", ErrDuplicateToken, v, hosts[o].hostID)
+				for _, undo := range h.tokens[:j] {
+					u, _ := strconv.ParseInt(undo, 10, 64)
+					delete(owner, u)
+				}
+				break
+			}
+			owner[v] = i
+		}
+		switch {
+		case err == nil:
+			kept = append(kept, h)
+		case rows[i] < 0:
+			return nil, nil, err
+		default:
+			skipped = append(skipped, SkippedPeer{Row: rows[i], Peer: h.BroadcastAddress(),
+				Err: fmt.Errorf("metadata: peer %v: %w", h.broadcastAddress, err)})
+		}
+	}
+	return kept, skipped, nil
 }

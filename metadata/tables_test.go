@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -147,4 +148,32 @@ func TestReadTablesBadLocalTokenFails(t *testing.T) {
 		Port:  9042, Version: v4,
 	})
 	assert.ErrorContains(t, err, `system.local: token "xyz"`)
+}
+
+// The ring ReadTables parses and sorts for the snapshot is the one NewSnapshot builds itself.
+func TestReadTablesRingIsTheSnapshotsOwn(t *testing.T) {
+	var peers []map[string]any
+	for n := 2; n <= 40; n++ {
+		peers = append(peers, peerRow(n, fmt.Sprint(n*100), fmt.Sprint(-n*100-7)))
+	}
+	cfg, skipped, err := ReadTables(Tables{
+		Local: rowsResult(t, "local", localCols, []map[string]any{localRow(1, "100", "-107")}, v4),
+		Peers: rowsResult(t, "peers", peersCols, peers, v4), Port: 9042, Version: v4,
+	})
+	require.NoError(t, err)
+	require.Empty(t, skipped)
+	require.True(t, cfg.ring.validFor(cfg.Hosts), "ReadTables hands its ring on")
+	reused, err := NewSnapshot(cfg)
+	require.NoError(t, err)
+	cfg.ring = nil
+	built, err := NewSnapshot(cfg)
+	require.NoError(t, err)
+	require.Equal(t, built.Ring().Len(), reused.Ring().Len())
+	require.Equal(t, 80, built.Ring().Len())
+	for i := range built.Ring().Len() {
+		tb, hb := built.Ring().At(i)
+		tr, hr := reused.Ring().At(i)
+		assert.Equal(t, tb, tr)
+		assert.Equal(t, hb.HostID(), hr.HostID(), "owner of token %d", tb)
+	}
 }
