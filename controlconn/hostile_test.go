@@ -292,3 +292,27 @@ func TestDefaultMaxFrameSizeFitsSystemPeersOf1000Nodes(t *testing.T) {
 	t.Logf("system.peers of 1,000 nodes x 256 vnodes: %.1f MiB; DefaultMaxFrameSize %d MiB", float64(buf.Len())/(1<<20), DefaultMaxFrameSize>>20)
 	assert.Less(t, buf.Len()*4, DefaultMaxFrameSize, "at least 4 times")
 }
+
+// Issue 10, item 1, through the ControlConnection: against a server whose every answer is a
+// 2 GiB frame header, Start returns by its deadline with a protocol error, and Close is prompt
+// (goleak in TestMain checks that nothing is left).
+func TestStartKeepsItsDeadlineAgainstHugeFrames(t *testing.T) {
+	s := newHostileServer(t, nil)
+	s.handshake = func(nc net.Conn, req *frame.Frame) {
+		_, _ = nc.Write(rawHeader(req.Header.StreamId, primitive.OpCodeSupported, 1<<31-1))
+	}
+	cc, err := NewWithConfig(Config{ContactPoints: []string{s.addr()}, Cadence: Cadence{ConnectTimeout: 500 * time.Millisecond}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = cc.Start(ctx)
+	took := time.Since(start)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, ClassProtocol, cc.Status().LastErrClass, "%v", cc.Status().LastErr)
+	assert.Less(t, took, 600*time.Millisecond, "Start kept its 500 ms deadline")
+	start = time.Now()
+	require.NoError(t, cc.Close())
+	assert.Less(t, time.Since(start), 100*time.Millisecond, "Close")
+}
