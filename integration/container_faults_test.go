@@ -19,8 +19,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"io"
-	"log"
 	"net"
 	"net/netip"
 	"os"
@@ -28,7 +26,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/require"
@@ -79,12 +76,7 @@ func TestContainerNetworkFaults(t *testing.T) {
 	docker := provider.Client()
 
 	// A gocql session attached, as an application has it: its host events are the evidence.
-	cluster := gocql.NewCluster(ips...)
-	cluster.ProtoVersion = 4
-	cluster.ReconnectInterval = time.Second
-	cluster.ConnectTimeout = 2 * time.Second
-	cluster.Timeout = 2 * time.Second
-	cluster.Logger = log.New(io.Discard, "", 0)
+	cluster := gocqlClusterOf(ips, 9042)
 	gate := &ctrGate{}
 	cluster.Dialer = gate
 	cc, err := controlconn.New(cluster, controlconn.Cadence{
