@@ -6,7 +6,6 @@ package gocqlv2
 // nests a second mux and every event is queued twice).
 
 import (
-	"context"
 	"net"
 	"sync"
 	"testing"
@@ -130,15 +129,7 @@ func TestSessionFeedsTheQueue(t *testing.T) {
 	user := &userListener{}
 	cluster.Metadata.HostListener.HostStateChangeListener = user
 	rec := &queueEvents{}
-	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: rec}))
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, cc.Close()) }()
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, cc.Start(ctx))
+	attach(t, cluster, controlconn.Cadence{}, controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: rec}))
 
 	n := sim.Node(1)
 	n.Stop()

@@ -1,9 +1,14 @@
 package gocqlv2
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -24,4 +29,21 @@ func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sim.Close() })
 	return sim
+}
+
+// attach builds a control connection for cluster with New, creates a gocql v2 session after it (so
+// that the session feeds it) and starts the control connection. Both are closed when the test
+// ends, the session first.
+func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) *controlconn.ControlConnection {
+	t.Helper()
+	cc, err := New(cluster, cad, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
+	session, err := cluster.CreateSession()
+	require.NoError(t, err)
+	t.Cleanup(session.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, cc.Start(ctx))
+	return cc
 }

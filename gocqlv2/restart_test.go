@@ -9,7 +9,6 @@ package gocqlv2
 // re-armed; 60 s outage: 17 attempts, 51 dials (3 nodes), back 390.1 ms after node_up.
 
 import (
-	"context"
 	"math"
 	"slices"
 	"sync"
@@ -128,16 +127,8 @@ func TestFullRestartWithV2SessionAttached(t *testing.T) {
 	// gocql reconnects pools of down hosts on this tick; its HostUp is the evidence we re-arm on.
 	cluster.ReconnectInterval = time.Second
 	rec := &recoveries{}
-	cc, err := New(cluster, controlconn.Cadence{StableAfter: restartStableAfter},
+	cc := attach(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter},
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(dialObserver{r: rec}))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, cc.Close()) }()
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	require.NoError(t, cc.Start(ctx))
 
 	var back []time.Duration
 	rearmed := 0
