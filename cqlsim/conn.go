@@ -60,7 +60,7 @@ type serverConn struct {
 	codec       frame.RawCodec
 	segments    segment.Codec
 	modernIn    bool
-	beta        bool   // the release's beta version with USE_BETA (3.11's v5): legacy frames, USE_BETA on responses; set before the first response is queued
+	beta        bool   // 3.11's v5 beta, with USE_BETA: legacy frames, USE_BETA on responses; set before any response
 	pending     []byte // partial frame spread over v5 segments
 	started     bool   // STARTUP answered (READY or AUTH_SUCCESS)
 	authPending bool   // AUTHENTICATE sent, waiting for AUTH_RESPONSE
