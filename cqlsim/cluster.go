@@ -32,6 +32,10 @@ type Cluster struct {
 	nodes   []*Node // every node ever created, by index; guarded by nodesMu
 
 	static *staticPeers // peers in other processes (StartStatic), nil otherwise; set before the first node serves
+	mem    *memNet      // the in-memory network (StartInMemory), nil on sockets
+
+	dialsMu sync.Mutex
+	dials   []string // every address DialContext was asked for; guarded by dialsMu
 
 	credMu     sync.RWMutex
 	user, pass string // guarded by credMu
@@ -41,17 +45,21 @@ type Cluster struct {
 }
 
 // Start starts a cluster of cfg.Nodes nodes, all up, and returns once every CQL port accepts.
-func Start(cfg Config) (*Cluster, error) {
+func Start(cfg Config) (*Cluster, error) { return start(cfg, nil) }
+
+// start starts a cluster on sockets (mem nil) or on the in-memory network mem.
+func start(cfg Config, mem *memNet) (*Cluster, error) {
 	c, err := newCluster(cfg)
 	if err != nil {
 		return nil, err
 	}
+	c.mem = mem
 	cfg = c.cfg
 	addrs := make([]net.IP, cfg.Nodes)
 	for i := range addrs {
 		addrs[i] = addIP(c.base, i)
 	}
-	listeners, port, err := listenAll(addrs, cfg.Port)
+	listeners, port, err := c.listenAll(addrs, cfg.Port)
 	if err != nil {
 		return nil, err
 	}
@@ -88,18 +96,18 @@ func newCluster(cfg Config) (*Cluster, error) {
 }
 
 // listenAll opens the CQL port on every address; port 0 picks one that is free on all of them.
-func listenAll(addrs []net.IP, port int) ([]*net.TCPListener, int, error) {
-	closeAll := func(ls []*net.TCPListener) {
+func (c *Cluster) listenAll(addrs []net.IP, port int) ([]net.Listener, int, error) {
+	closeAll := func(ls []net.Listener) {
 		for _, l := range ls {
 			_ = l.Close()
 		}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 50; attempt++ {
-		var ls []*net.TCPListener
+		var ls []net.Listener
 		p := port
 		for _, ip := range addrs {
-			l, err := listenTCP(net.JoinHostPort(ip.String(), strconv.Itoa(p)))
+			l, err := c.listen(net.JoinHostPort(ip.String(), strconv.Itoa(p)))
 			if err != nil {
 				lastErr = err
 				break

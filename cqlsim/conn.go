@@ -41,7 +41,7 @@ type outFrame struct {
 // through the same queue without blocking.
 type serverConn struct {
 	node   *Node
-	nc     *net.TCPConn
+	nc     net.Conn // a *net.TCPConn, or one end of a pipe in memory
 	remote string
 	out    chan outFrame // reader and pushers -> writer
 	done   chan struct{} // closed by shutdown
@@ -71,7 +71,7 @@ type serverConn struct {
 	modernOut bool
 }
 
-func newServerConn(n *Node, nc *net.TCPConn) *serverConn {
+func newServerConn(n *Node, nc net.Conn) *serverConn {
 	return &serverConn{
 		node:       n,
 		nc:         nc,
@@ -98,8 +98,8 @@ func (c *serverConn) shutdown(reason string, rst bool) {
 	c.closeReason = reason
 	c.mu.Unlock()
 	close(c.done)
-	if rst {
-		_ = c.nc.SetLinger(0)
+	if tcp, ok := c.nc.(*net.TCPConn); ok && rst {
+		_ = tcp.SetLinger(0) // a pipe has no RST: its peer reads EOF
 	}
 	_ = c.nc.Close()
 }

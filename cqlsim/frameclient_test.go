@@ -19,7 +19,7 @@ import (
 // frameClient is a minimal native-protocol client on a raw socket, for asserting what a node sends.
 type frameClient struct {
 	t         *testing.T
-	conn      *net.TCPConn
+	conn      net.Conn
 	br        *bufio.Reader
 	version   primitive.ProtocolVersion
 	codec     frame.RawCodec
@@ -35,8 +35,13 @@ func dialFrames(t *testing.T, addr string, v primitive.ProtocolVersion) *frameCl
 	t.Helper()
 	nc, err := net.DialTimeout("tcp4", addr, 2*time.Second)
 	require.NoError(t, err)
+	return frameClientOn(t, nc, v)
+}
+
+// frameClientOn speaks v on a connection already open, and closes it when the test ends.
+func frameClientOn(t *testing.T, nc net.Conn, v primitive.ProtocolVersion) *frameClient {
 	t.Cleanup(func() { _ = nc.Close() })
-	return &frameClient{t: t, conn: nc.(*net.TCPConn), br: bufio.NewReader(nc), version: v,
+	return &frameClient{t: t, conn: nc, br: bufio.NewReader(nc), version: v,
 		codec: frame.NewRawCodec(), seg: segment.NewCodec()}
 }
 

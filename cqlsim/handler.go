@@ -41,6 +41,7 @@ func (c *serverConn) answer(f *frame.Frame) (o outFrame) {
 			o = outFrame{f: frame.NewFrame(v, stream, &message.ServerError{ErrorMessage: fmt.Sprint(r)})}
 		}
 	}()
+	c.node.countRequest(f.Header.OpCode)
 	resp, err := c.dispatch(f)
 	if err != nil {
 		resp = errorMessage(err)

@@ -50,7 +50,7 @@ type Node struct {
 
 	mu         sync.Mutex
 	state      NodeState                // guarded by mu
-	ln         *net.TCPListener         // open while up or blackholed; guarded by mu
+	ln         net.Listener             // open while up or blackholed; guarded by mu
 	acceptDone chan struct{}            // closed when the accept loop returns; guarded by mu
 	conns      map[*serverConn]struct{} // live client connections; guarded by mu
 	gateCh     chan struct{}            // closed unless blackholed; guarded by mu
@@ -63,8 +63,9 @@ type Node struct {
 	startTimer *time.Timer              // pending delayed start; guarded by mu
 	prepared   map[string]*preparedStmt // prepared-statement cache, lost on restart; guarded by mu
 
-	idle       atomic.Int64 // idle timeout in ns
-	generation atomic.Int32 // gossip_generation: seconds at the last start
+	idle       atomic.Int64                                  // idle timeout in ns
+	requests   [primitive.OpCodeAuthSuccess + 1]atomic.Int64 // requests decoded, by opcode
+	generation atomic.Int32                                  // gossip_generation: seconds at the last start
 	connWG     sync.WaitGroup
 }
 
@@ -154,6 +155,28 @@ func (n *Node) idleTimeout() time.Duration { return time.Duration(n.idle.Load())
 
 func (n *Node) gossipGeneration() int32 { return n.generation.Load() }
 
+// Conns is the number of client connections open to the node.
+func (n *Node) Conns() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.conns)
+}
+
+// Requests is the number of requests of opcode op (OPTIONS, REGISTER, QUERY, ...) the node has
+// decoded since the cluster started, answered or not.
+func (n *Node) Requests(op primitive.OpCode) int {
+	if int(op) >= len(n.requests) {
+		return 0
+	}
+	return int(n.requests[op].Load())
+}
+
+func (n *Node) countRequest(op primitive.OpCode) {
+	if int(op) < len(n.requests) {
+		n.requests[op].Add(1)
+	}
+}
+
 // SetIdleTimeout makes the node close connections idle for longer than d (0 = never), from their next wait on.
 func (n *Node) SetIdleTimeout(d time.Duration) { n.idle.Store(int64(d)) }
 
@@ -234,7 +257,7 @@ func (n *Node) openPort(seq uint64) error {
 		return errStaleStart
 	}
 	n.mu.Unlock()
-	ln, err := listenTCP(n.listenAddr())
+	ln, err := n.c.listen(n.listenAddr())
 	if err != nil {
 		n.mu.Lock()
 		n.state = StateDown
@@ -254,7 +277,7 @@ func (n *Node) listenAddr() string {
 }
 
 // startOn makes a founding node up on a listener opened for it, as a start would, without announcing it.
-func (n *Node) startOn(ln *net.TCPListener) {
+func (n *Node) startOn(ln net.Listener) {
 	n.generation.Store(int32(time.Now().Unix()))
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
@@ -274,7 +297,7 @@ func listenTCP(addr string) (*net.TCPListener, error) {
 }
 
 // serve makes the node up on an open listener. Called with opMu held.
-func (n *Node) serve(ln *net.TCPListener) {
+func (n *Node) serve(ln net.Listener) {
 	done := make(chan struct{})
 	n.mu.Lock()
 	n.ln, n.acceptDone, n.state, n.gateCh, n.startTimer = ln, done, StateUp, closedChan(), nil
@@ -382,22 +405,32 @@ func (n *Node) blackholeOn() {
 	n.gateCh = make(chan struct{})
 	paused := make(chan struct{})
 	n.paused = paused
-	ln := n.ln
+	ln, isTCP := n.ln.(*net.TCPListener)
+	if !isTCP {
+		n.paused = nil // in memory, dials to a blackholed node hang by themselves (memory.go)
+	}
 	n.mu.Unlock()
 
-	_ = ln.SetDeadline(time.Now()) // wake the accept loop so it parks
-	<-paused
-	if err := setBacklog(ln, 0); err == nil {
-		if plug, err := net.DialTimeout("tcp4", n.addr, 200*time.Millisecond); err == nil {
-			n.mu.Lock()
-			n.plug, n.plugAddr = plug, plug.LocalAddr().String()
-			n.mu.Unlock()
-		}
-	} else {
-		n.c.cfg.Logf("cqlsim: node %d: blackhole accepts handshakes: %v", n.index, err)
+	if isTCP {
+		n.blackholeListener(ln, paused)
 	}
 	n.record(EventBlackhole, "", "")
 	n.c.gossip.failed(n.index)
+}
+
+// blackholeListener parks the accept loop and fills the accept queue, so that connects hang.
+func (n *Node) blackholeListener(ln *net.TCPListener, paused chan struct{}) {
+	_ = ln.SetDeadline(time.Now()) // wake the accept loop so it parks
+	<-paused
+	if err := setBacklog(ln, 0); err != nil {
+		n.c.cfg.Logf("cqlsim: node %d: blackhole accepts handshakes: %v", n.index, err)
+		return
+	}
+	if plug, err := net.DialTimeout("tcp4", n.addr, 200*time.Millisecond); err == nil {
+		n.mu.Lock()
+		n.plug, n.plugAddr = plug, plug.LocalAddr().String()
+		n.mu.Unlock()
+	}
 }
 
 func (n *Node) blackholeOff() {
@@ -409,7 +442,9 @@ func (n *Node) blackholeOff() {
 	ln, plug := n.ln, n.plug
 	n.plug = nil
 	n.mu.Unlock()
-	_ = setBacklog(ln, normalBacklog)
+	if tcp, ok := ln.(*net.TCPListener); ok {
+		_ = setBacklog(tcp, normalBacklog)
+	}
 	if plug != nil {
 		_ = plug.Close()
 	}
@@ -422,10 +457,10 @@ func (n *Node) blackholeOff() {
 }
 
 // acceptLoop accepts client connections until the listener closes, parking while blackholed.
-func (n *Node) acceptLoop(ln *net.TCPListener, done chan struct{}) {
+func (n *Node) acceptLoop(ln net.Listener, done chan struct{}) {
 	defer close(done)
 	for {
-		nc, err := ln.AcceptTCP()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -439,7 +474,7 @@ func (n *Node) acceptLoop(ln *net.TCPListener, done chan struct{}) {
 					close(paused)
 				}
 				<-gate
-				_ = ln.SetDeadline(time.Time{})
+				_ = ln.(*net.TCPListener).SetDeadline(time.Time{}) // only a TCP listener has a deadline
 				continue
 			}
 			n.c.cfg.Logf("cqlsim: node %d: accept: %v", n.index, err)
@@ -451,7 +486,7 @@ func (n *Node) acceptLoop(ln *net.TCPListener, done chan struct{}) {
 }
 
 // accepted registers and serves a new client connection.
-func (n *Node) accepted(nc *net.TCPConn) {
+func (n *Node) accepted(nc net.Conn) {
 	remote := nc.RemoteAddr().String()
 	n.mu.Lock()
 	if remote == n.plugAddr {

@@ -1,0 +1,179 @@
+package cqlsim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The in-memory transport: the same cluster, on net.Pipe instead of sockets, inside synctest
+// bubbles, so every delay below is exact virtual time.
+
+func startInMemory(t *testing.T, cfg Config) *Cluster {
+	t.Helper()
+	c, err := StartInMemory(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// dialMemory opens a frame client on node addr through the cluster's in-memory network.
+func dialMemory(t *testing.T, c *Cluster, addr string) *frameClient {
+	t.Helper()
+	nc, err := c.DialContext(context.Background(), "tcp", addr)
+	require.NoError(t, err)
+	return frameClientOn(t, nc, primitive.ProtocolVersion4)
+}
+
+func isUp(ip net.IP) func(message.Event) bool {
+	return statusIs(primitive.StatusChangeTypeUp, ip)
+}
+
+func statusIs(change primitive.StatusChangeType, ip net.IP) func(message.Event) bool {
+	return func(ev message.Event) bool {
+		sc, ok := ev.(*message.StatusChangeEvent)
+		return ok && sc.ChangeType == change && sc.Address.Addr.Equal(ip)
+	}
+}
+
+func TestInMemoryHandshakeAndSystemTables(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 3, ReleaseVersion: "4.0.11"})
+		assert.Equal(t, []string{"127.0.0.1:9042", "127.0.0.2:9042", "127.0.0.3:9042"}, c.ContactPoints())
+		fc := dialMemory(t, c, c.Node(1).Addr())
+		fc.handshake(primitive.EventTypeStatusChange)
+
+		local := fc.rows("SELECT host_id, rpc_address, release_version FROM system.local WHERE key='local'")
+		require.Len(t, local.Data, 1)
+		assert.Equal(t, c.Node(1).HostID(), uuidString(primitive.UUID(cells(t, local, "host_id")[0])))
+		assert.Equal(t, net.IP(cells(t, local, "rpc_address")[0]).String(), "127.0.0.2")
+		assert.Equal(t, "4.0.11", string(cells(t, local, "release_version")[0]))
+		peers := fc.rows("SELECT peer FROM system.peers_v2")
+		var listed []string
+		for _, p := range cells(t, peers, "peer") {
+			listed = append(listed, net.IP(p).String())
+		}
+		assert.ElementsMatch(t, []string{"127.0.0.1", "127.0.0.3"}, listed)
+
+		n := c.Node(1)
+		assert.Equal(t, 1, n.Requests(primitive.OpCodeOptions))
+		assert.Equal(t, 1, n.Requests(primitive.OpCodeStartup))
+		assert.Equal(t, 1, n.Requests(primitive.OpCodeRegister))
+		assert.Equal(t, 2, n.Requests(primitive.OpCodeQuery))
+		assert.Equal(t, 1, n.Conns())
+		assert.Equal(t, 0, c.Node(0).Conns())
+		accepted := c.Events()[len(c.Events())-1]
+		assert.Equal(t, EventAccepted, accepted.Kind)
+		assert.Equal(t, fc.conn.LocalAddr().String(), accepted.Client, "the record names the client's end")
+
+		_, err := c.DialContext(context.Background(), "tcp", "127.0.0.9:9042")
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED, "no node at that address")
+		assert.Equal(t, []string{"127.0.0.2:9042", "127.0.0.9:9042"}, c.Dials(), "every dial, refused ones too")
+	})
+}
+
+// A stop refuses dials at once, drops the connections with EOF and is announced exactly
+// StopAnnounceDelay later; the start is announced exactly GossipDelay after the port opens.
+func TestInMemoryStopAndStartAnnouncedOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 2})
+		watcher := dialMemory(t, c, c.Node(0).Addr())
+		watcher.handshake(primitive.EventTypeStatusChange)
+		victim := dialMemory(t, c, c.Node(1).Addr())
+		victim.handshake()
+		ip := c.Node(1).IP()
+
+		stopped := time.Now()
+		c.Node(1).Stop()
+		assert.ErrorIs(t, readErr(victim, time.Hour), io.EOF)
+		assert.Zero(t, time.Since(stopped), "the connection drops at once")
+		_, err := c.DialContext(context.Background(), "tcp", c.Node(1).Addr())
+		assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+		watcher.awaitEvent(time.Hour, statusIs(primitive.StatusChangeTypeDown, ip))
+		assert.Equal(t, DefaultStopAnnounceDelay, time.Since(stopped))
+
+		started := time.Now()
+		require.NoError(t, c.Node(1).Start())
+		again := dialMemory(t, c, c.Node(1).Addr())
+		again.handshake()
+		watcher.awaitEvent(time.Hour, isUp(ip))
+		assert.Equal(t, DefaultGossipDelay, time.Since(started))
+	})
+}
+
+// A kill drops the connections at once (EOF: a pipe has no RST) and is announced DOWN only when
+// the failure detector convicts the node, KillDetectDelay later.
+func TestInMemoryKillAnnouncedAfterDetection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 2, KillDetectDelay: 7 * time.Second})
+		watcher := dialMemory(t, c, c.Node(0).Addr())
+		watcher.handshake(primitive.EventTypeStatusChange)
+		victim := dialMemory(t, c, c.Node(1).Addr())
+		victim.handshake()
+
+		killed := time.Now()
+		c.Node(1).Kill()
+		assert.ErrorIs(t, readErr(victim, time.Hour), io.EOF)
+		assert.Equal(t, StateKilled, c.Node(1).State())
+		watcher.awaitEvent(time.Hour, statusIs(primitive.StatusChangeTypeDown, c.Node(1).IP()))
+		assert.Equal(t, 7*time.Second, time.Since(killed))
+		closed := awaitEvent(t, c, time.Second, func(e Event) bool { return e.Kind == EventClosed && e.Node == 1 })
+		assert.Equal(t, CloseKill, closed.Detail)
+	})
+}
+
+// A blackholed node: a dial waits for its caller's deadline and fails with a timeout; a
+// connection already open gets no answer until the blackhole ends.
+func TestInMemoryBlackhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 1})
+		open := dialMemory(t, c, c.Node(0).Addr())
+		open.handshake()
+		c.Node(0).Blackhole(true)
+
+		begin := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := c.DialContext(ctx, "tcp", c.Node(0).Addr())
+		assert.ErrorIs(t, err, os.ErrDeadlineExceeded)
+		var timeout net.Error
+		assert.True(t, errors.As(err, &timeout) && timeout.Timeout(), "%v", err)
+		assert.Equal(t, 5*time.Second, time.Since(begin), "the dial hung until its deadline")
+
+		id := open.send(&message.Options{})
+		_, err = open.recv(time.Minute)
+		assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "no answer while blackholed")
+		c.Node(0).Blackhole(false)
+		f, err := open.recv(time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, id, f.Header.StreamId, "the held request is answered once healed")
+		assert.Equal(t, 5*time.Second+time.Minute, time.Since(begin))
+		healed := dialMemory(t, c, c.Node(0).Addr())
+		healed.handshake()
+	})
+}
+
+// Deadlines work on pipes: the server's idle timeout closes a quiet connection on the dot.
+func TestInMemoryIdleTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 1, IdleTimeout: 30 * time.Second})
+		fc := dialMemory(t, c, c.Node(0).Addr())
+		fc.handshake()
+		begin := time.Now()
+		assert.ErrorIs(t, readErr(fc, time.Hour), io.EOF)
+		assert.Equal(t, 30*time.Second, time.Since(begin))
+		closed := awaitEvent(t, c, time.Second, func(e Event) bool { return e.Kind == EventClosed })
+		assert.Equal(t, CloseIdle, closed.Detail)
+	})
+}
