@@ -239,11 +239,18 @@ func (c *Cluster) Await(ctx context.Context, match func(Event) bool) (Event, err
 	return c.log.await(ctx, match)
 }
 
-// StopAll stops every running node gracefully.
-func (c *Cluster) StopAll() { c.each(func(n *Node) { n.Stop() }) }
+// StopAll stops every running node gracefully. Every port closes before any connection drops, so
+// no client moves to a node that is about to stop.
+func (c *Cluster) StopAll() {
+	c.each((*Node).closePort)
+	c.each((*Node).Stop)
+}
 
-// KillAll kills every running node.
-func (c *Cluster) KillAll() { c.each(func(n *Node) { n.Kill() }) }
+// KillAll kills every running node, every port closing before any connection drops.
+func (c *Cluster) KillAll() {
+	c.each((*Node).closePort)
+	c.each((*Node).Kill)
+}
 
 // BlackholeAll blackholes (on) or heals every node.
 func (c *Cluster) BlackholeAll(on bool) { c.each(func(n *Node) { n.Blackhole(on) }) }

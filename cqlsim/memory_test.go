@@ -177,3 +177,29 @@ func TestInMemoryIdleTimeout(t *testing.T) {
 		assert.Equal(t, CloseIdle, closed.Detail)
 	})
 }
+
+// A full stop closes every port before any connection drops: a client that reconnects the
+// moment its connection drops finds no node to move to. Without the ports closed first, the
+// redial below reaches node 1 while node 0 is stopping (checked by stopping one node at a time).
+func TestInMemoryStopAllRefusesBeforeDropping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 3})
+		fc := dialMemory(t, c, c.Node(0).Addr())
+		fc.handshake()
+		redialed := make(chan error, 1)
+		go func() {
+			_, _ = fc.br.ReadByte() // the drop
+			nc, err := c.DialContext(context.Background(), "tcp", c.Node(2).Addr())
+			if err == nil {
+				_ = nc.Close()
+			}
+			redialed <- err
+		}()
+		synctest.Wait()
+		c.StopAll()
+		assert.ErrorIs(t, <-redialed, syscall.ECONNREFUSED)
+		for _, n := range c.Nodes() {
+			assert.Equal(t, StateDown, n.State())
+		}
+	})
+}

@@ -329,6 +329,16 @@ func (n *Node) Kill() {
 	}
 }
 
+// closePort refuses new connections ahead of a stop or kill, which closes the port again.
+func (n *Node) closePort() {
+	n.mu.Lock()
+	ln := n.ln
+	n.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+}
+
 // takeDown closes the port and every connection and waits for their goroutines; false if the node was not
 // running. Called with opMu held.
 func (n *Node) takeDown(to NodeState, reason string, rst bool) bool {
