@@ -34,8 +34,9 @@ type Cluster struct {
 	static *staticPeers // peers in other processes (StartStatic), nil otherwise; set before the first node serves
 	mem    *memNet      // the in-memory network (StartInMemory), nil on sockets
 
-	dialsMu sync.Mutex
-	dials   []string // every address DialContext was asked for; guarded by dialsMu
+	countMu sync.Mutex
+	dials   []string       // every address DialContext was asked for; guarded by countMu
+	selects map[string]int // "keyspace.table" -> SELECTs of it; guarded by countMu
 
 	credMu     sync.RWMutex
 	user, pass string // guarded by credMu
@@ -220,6 +221,23 @@ func (c *Cluster) credentials() (user, pass string, required bool) {
 	c.credMu.RLock()
 	defer c.credMu.RUnlock()
 	return c.user, c.pass, c.user != "" || c.pass != ""
+}
+
+// Selected is the number of SELECT statements of table ("system.peers", "ks.t") that the nodes
+// have executed, refused ones (an unknown table) included.
+func (c *Cluster) Selected(table string) int {
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	return c.selects[table]
+}
+
+func (c *Cluster) countSelect(ref tableRef) {
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	if c.selects == nil {
+		c.selects = map[string]int{}
+	}
+	c.selects[ref.keyspace+"."+ref.table]++
 }
 
 // Events returns the ground truth recorded so far, in time order.

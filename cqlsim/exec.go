@@ -241,6 +241,7 @@ func (e *execution) selectRows(s *selectStmt) (message.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.c.node.c.countSelect(ref)
 	st := e.c.node.c.store
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -248,7 +249,6 @@ func (e *execution) selectRows(s *selectStmt) (message.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.reads.Add(1)
 	proj, countOnly, err := projection(t, s)
 	if err != nil {
 		return nil, err

@@ -212,7 +212,7 @@ func TestGocqlDiscoversDataPathAndStatus311(t *testing.T) {
 	assert.Equal(t, "rack2", c.Node(1).Rack())
 	dataPath(t, s)
 	downAndUp(t, c, p, c.Node(2), 5*time.Second)
-	assert.Positive(t, c.store.keyspaces["system"].tables["peers"].reads.Load())
+	assert.Positive(t, c.Selected("system.peers"))
 	// The data path still works through the restarted node's re-prepared statements.
 	var n int
 	require.NoError(t, s.Query("SELECT count(*) FROM app.person").Scan(&n))
@@ -238,7 +238,7 @@ func TestGocqlRelease40UsesPeersV2(t *testing.T) {
 	}
 	dataPath(t, s)
 	downAndUp(t, c, p, c.Node(1), 5*time.Second)
-	assert.Positive(t, c.store.keyspaces["system"].tables["peers_v2"].reads.Load(), "gocql read system.peers_v2")
+	assert.Positive(t, c.Selected("system.peers_v2"), "gocql read system.peers_v2")
 }
 
 func TestGocqlAuthentication(t *testing.T) {

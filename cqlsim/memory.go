@@ -39,9 +39,9 @@ func StartInMemory(cfg Config) (*Cluster, error) {
 // on is refused as a closed port refuses. On sockets it is a plain TCP dial. Either way the
 // address is recorded (Dials).
 func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	c.dialsMu.Lock()
+	c.countMu.Lock()
 	c.dials = append(c.dials, addr)
-	c.dialsMu.Unlock()
+	c.countMu.Unlock()
 	if c.mem == nil {
 		var d net.Dialer
 		return d.DialContext(ctx, network, addr)
@@ -67,8 +67,8 @@ func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Co
 
 // Dials returns every address dialled through DialContext so far, in order, refused ones included.
 func (c *Cluster) Dials() []string {
-	c.dialsMu.Lock()
-	defer c.dialsMu.Unlock()
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
 	return append([]string(nil), c.dials...)
 }
 

@@ -203,3 +203,63 @@ func TestInMemoryStopAllRefusesBeforeDropping(t *testing.T) {
 		}
 	})
 }
+
+// A muted node accepts connections and holds their requests; gossip still believes it up.
+func TestInMemoryMuteHoldsRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 2})
+		watcher := dialMemory(t, c, c.Node(0).Addr())
+		watcher.handshake(primitive.EventTypeStatusChange)
+		c.Node(1).Mute(true)
+		begin := time.Now()
+		fc := dialMemory(t, c, c.Node(1).Addr())
+		id := fc.send(&message.Options{})
+		_, err := fc.recv(time.Hour)
+		assert.ErrorIs(t, err, os.ErrDeadlineExceeded, "held for an hour")
+		assert.Equal(t, time.Hour, time.Since(begin))
+		assert.Empty(t, watcher.events(time.Nanosecond), "no DOWN: gossip sees nothing wrong")
+		assert.Equal(t, StateUp, c.Node(1).State())
+		assert.Equal(t, 1, c.Node(1).Conns())
+
+		c.Node(1).Mute(false)
+		f, err := fc.recv(time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, id, f.Header.StreamId)
+		assert.Equal(t, 1, c.Node(1).Requests(primitive.OpCodeOptions))
+	})
+}
+
+// Push makes a node send what a test tells it to, to connections registered for it only.
+func TestInMemoryPushReachesRegisteredConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 2})
+		registered := dialMemory(t, c, c.Node(0).Addr())
+		registered.handshake(primitive.EventTypeStatusChange)
+		other := dialMemory(t, c, c.Node(0).Addr())
+		other.handshake(primitive.EventTypeSchemaChange)
+		lie := &message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: c.Node(1).IP(), Port: int32(c.Port())}}
+		c.Node(0).Push(lie)
+		got := registered.awaitEvent(time.Second, statusIs(primitive.StatusChangeTypeDown, c.Node(1).IP()))
+		assert.Equal(t, lie.Address.Port, got.(*message.StatusChangeEvent).Address.Port)
+		assert.Empty(t, other.events(time.Second), "not registered for STATUS_CHANGE")
+		assert.Equal(t, StateUp, c.Node(1).State(), "a lie changes nothing")
+	})
+}
+
+// Selected counts the SELECTs of each table, refused ones too: a 3.11 node has no peers_v2.
+func TestInMemorySelectedCountsTables(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 2})
+		fc := dialMemory(t, c, c.Node(0).Addr())
+		fc.handshake()
+		fc.rows("SELECT * FROM system.local WHERE key='local'")
+		assert.IsType(t, &message.Invalid{}, fc.query("SELECT * FROM system.peers_v2"))
+		fc.rows("SELECT * FROM system.peers")
+		fc.rows("SELECT peer FROM system.peers")
+		assert.Equal(t, 1, c.Selected("system.local"))
+		assert.Equal(t, 1, c.Selected("system.peers_v2"))
+		assert.Equal(t, 2, c.Selected("system.peers"))
+		assert.Equal(t, 0, c.Selected("system_schema.tables"))
+	})
+}

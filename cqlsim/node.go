@@ -53,7 +53,8 @@ type Node struct {
 	ln         net.Listener             // open while up or blackholed; guarded by mu
 	acceptDone chan struct{}            // closed when the accept loop returns; guarded by mu
 	conns      map[*serverConn]struct{} // live client connections; guarded by mu
-	gateCh     chan struct{}            // closed unless blackholed; guarded by mu
+	gateCh     chan struct{}            // closed unless blackholed or muted; guarded by mu
+	muted      bool                     // Mute(true) until Mute(false) or the node goes down; guarded by mu
 	paused     chan struct{}            // accept loop closes it once paused for a blackhole; guarded by mu
 	plug       net.Conn                 // our own connection filling the accept queue while blackholed; guarded by mu
 	plugAddr   string                   // its address, to recognise it when accepted after the blackhole; guarded by mu
@@ -300,7 +301,7 @@ func listenTCP(addr string) (*net.TCPListener, error) {
 func (n *Node) serve(ln net.Listener) {
 	done := make(chan struct{})
 	n.mu.Lock()
-	n.ln, n.acceptDone, n.state, n.gateCh, n.startTimer = ln, done, StateUp, closedChan(), nil
+	n.ln, n.acceptDone, n.state, n.gateCh, n.startTimer, n.muted = ln, done, StateUp, closedChan(), nil, false
 	n.mu.Unlock()
 	go n.acceptLoop(ln, done)
 	n.record(EventNodeUp, "", "")
@@ -376,7 +377,7 @@ func (n *Node) takeDown(to NodeState, reason string, rst bool) bool {
 	// Only now release goroutines parked on a blackhole: their connections are already closed.
 	n.mu.Lock()
 	gate := n.gateCh
-	n.gateCh = closedChan()
+	n.gateCh, n.muted = closedChan(), false
 	n.mu.Unlock()
 	select {
 	case <-gate:
@@ -412,7 +413,7 @@ func (n *Node) blackholeOn() {
 		return
 	}
 	n.state = StateBlackholed
-	n.gateCh = make(chan struct{})
+	n.holdLocked()
 	paused := make(chan struct{})
 	n.paused = paused
 	ln, isTCP := n.ln.(*net.TCPListener)
@@ -426,6 +427,48 @@ func (n *Node) blackholeOn() {
 	}
 	n.record(EventBlackhole, "", "")
 	n.c.gossip.failed(n.index)
+}
+
+// Mute makes a running node hold every request unanswered (on), and answer the held ones and the
+// next again (off), while it accepts connections and gossip still believes it up: a process
+// stuck in a long pause, or the far end of a half-open connection. Stopping the node ends it.
+func (n *Node) Mute(on bool) {
+	n.opMu.Lock()
+	defer n.opMu.Unlock()
+	n.mu.Lock()
+	if n.state != StateUp && n.state != StateBlackholed {
+		n.mu.Unlock()
+		return
+	}
+	n.muted = on
+	if on {
+		n.holdLocked()
+	} else if n.state != StateBlackholed {
+		n.releaseLocked()
+	}
+	n.mu.Unlock()
+	detail := "on"
+	if !on {
+		detail = "off"
+	}
+	n.record(EventMute, "", detail)
+}
+
+// holdLocked makes requests wait at the gate; releaseLocked lets them through. Called with mu held.
+func (n *Node) holdLocked() {
+	select {
+	case <-n.gateCh:
+		n.gateCh = make(chan struct{})
+	default: // already held: those waiting keep waiting on the same gate
+	}
+}
+
+func (n *Node) releaseLocked() {
+	select {
+	case <-n.gateCh:
+	default:
+		close(n.gateCh)
+	}
 }
 
 // blackholeListener parks the accept loop and fills the accept queue, so that connects hang.
@@ -460,7 +503,9 @@ func (n *Node) blackholeOff() {
 	}
 	n.mu.Lock()
 	n.state = StateUp
-	close(n.gateCh)
+	if !n.muted {
+		n.releaseLocked()
+	}
 	n.mu.Unlock()
 	n.record(EventBlackholeEnd, "", "")
 	n.c.gossip.healed(n.index)
@@ -530,6 +575,20 @@ func (n *Node) connClosed(c *serverConn, reason string) {
 	delete(n.conns, c)
 	n.mu.Unlock()
 	n.record(EventClosed, c.remote, reason)
+}
+
+// Push sends ev from the node to its connections registered for ev's type, whatever gossip
+// believes: a way for tests to make a node repeat itself or lie (DOWN about a node that is up).
+// A node that is not up sends nothing; a connection whose queue is full drops it.
+func (n *Node) Push(ev message.Event) {
+	switch ev.(type) {
+	case *message.StatusChangeEvent:
+		n.pushEvent(primitive.EventTypeStatusChange, ev)
+	case *message.TopologyChangeEvent:
+		n.pushEvent(primitive.EventTypeTopologyChange, ev)
+	case *message.SchemaChangeEvent:
+		n.pushEvent(primitive.EventTypeSchemaChange, ev)
+	}
 }
 
 // pushEvent sends an event to the node's registered connections if the node is up.
