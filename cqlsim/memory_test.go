@@ -1,18 +1,22 @@
 package cqlsim
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/datastax/go-cassandra-native-protocol/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -261,5 +265,81 @@ func TestInMemorySelectedCountsTables(t *testing.T) {
 		assert.Equal(t, 1, c.Selected("system.peers_v2"))
 		assert.Equal(t, 2, c.Selected("system.peers"))
 		assert.Equal(t, 0, c.Selected("system_schema.tables"))
+	})
+}
+
+// A frame the node cannot read gets a protocol error on stream 0, then the connection closes;
+// a client that goes away mid-frame is closed quietly.
+func TestInMemoryUnreadableFramesCloseTheConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 1, ReleaseVersion: "4.0.11"})
+		rejected := func(fc *frameClient, raw []byte, want string) {
+			t.Helper()
+			_, err := fc.conn.Write(raw)
+			require.NoError(t, err)
+			f, err := fc.recv(time.Second)
+			require.NoError(t, err)
+			perr, ok := f.Body.Message.(*message.ProtocolError)
+			require.True(t, ok, "%v", f.Body.Message)
+			assert.Contains(t, perr.ErrorMessage, want)
+			assert.EqualValues(t, 0, f.Header.StreamId)
+			assert.ErrorIs(t, readErr(fc, time.Second), io.EOF, "closed after the error")
+		}
+		v3Options := []byte{0x03, 0, 0, 7, byte(primitive.OpCodeOptions), 0, 0, 0, 0}
+		fc := dialMemory(t, c, c.Node(0).Addr())
+		fc.handshake()
+		rejected(fc, v3Options, "Invalid message version. Got 3 but previous messages on this connection had version 4")
+
+		fc = dialMemory(t, c, c.Node(0).Addr())
+		fc.handshake()
+		rejected(fc, []byte{0x09, 0, 0, 7, byte(primitive.OpCodeOptions), 0, 0, 0, 0}, "9")
+
+		// v5: a segment whose header checksum is wrong.
+		nc, err := c.DialContext(context.Background(), "tcp", c.Node(0).Addr())
+		require.NoError(t, err)
+		fc = frameClientOn(t, nc, primitive.ProtocolVersion5)
+		fc.handshake()
+		rejected(fc, []byte{1, 0, 0, 0, 0, 0}, "cannot decode segment header")
+
+		fc = dialMemory(t, c, c.Node(0).Addr())
+		fc.handshake()
+		_, err = fc.conn.Write(v3Options[:5])
+		require.NoError(t, err)
+		require.NoError(t, fc.conn.Close())
+		closed := awaitEvent(t, c, time.Second, func(e Event) bool {
+			return e.Kind == EventClosed && e.Client == fc.conn.LocalAddr().String()
+		})
+		assert.Equal(t, CloseClient, closed.Detail)
+	})
+}
+
+// A v5 request bigger than a segment arrives in several, and is answered once whole.
+func TestInMemoryV5RequestSpreadOverSegments(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 1, ReleaseVersion: "4.0.11"})
+		nc, err := c.DialContext(context.Background(), "tcp", c.Node(0).Addr())
+		require.NoError(t, err)
+		fc := frameClientOn(t, nc, primitive.ProtocolVersion5)
+		fc.handshake()
+		q := "SELECT release_version FROM system.local /* " + strings.Repeat("x", 200<<10) + " */"
+		var buf bytes.Buffer
+		require.NoError(t, fc.codec.EncodeFrame(frame.NewFrame(primitive.ProtocolVersion5, 9,
+			&message.Query{Query: q, Options: &message.QueryOptions{}}), &buf))
+		data := buf.Bytes()
+		var segments bytes.Buffer
+		for parts := 0; len(data) > 0; parts++ {
+			n := min(len(data), segment.MaxPayloadLength)
+			require.NoError(t, fc.seg.EncodeSegment(&segment.Segment{Header: &segment.Header{IsSelfContained: false},
+				Payload: &segment.Payload{UncompressedData: data[:n]}}, &segments))
+			data = data[n:]
+		}
+		_, err = fc.conn.Write(segments.Bytes())
+		require.NoError(t, err)
+		f, err := fc.recv(time.Second)
+		require.NoError(t, err)
+		assert.EqualValues(t, 9, f.Header.StreamId)
+		rows, ok := f.Body.Message.(*message.RowsResult)
+		require.True(t, ok, "%v", f.Body.Message)
+		assert.Equal(t, "4.0.11", string(rows.Data[0][0]))
 	})
 }

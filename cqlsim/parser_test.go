@@ -86,6 +86,7 @@ func TestParseErrors(t *testing.T) {
 		_, err := parseStatement(cql)
 		require.Error(t, err, cql)
 		msg := errorMessage(err)
+		assert.Equal(t, msg.GetErrorMessage(), err.Error(), "the error reads as its message")
 		switch code {
 		case "syntax":
 			assert.EqualValues(t, 0x2000, msg.GetErrorCode(), cql)
