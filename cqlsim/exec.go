@@ -414,7 +414,6 @@ func metadataID(specs []*message.ColumnMetadata) []byte {
 	return h.Sum(nil)
 }
 
-// userTable looks up a table that statements may modify; the caller holds the store's lock.
 // writeTable resolves the user table a write names, checks its USING options and takes the
 // store's write lock: on success the caller holds the lock and releases it with unlock.
 func (e *execution) writeTable(name tableRef, using []usingOpt) (t *table, unlock func(), err error) {
@@ -434,6 +433,7 @@ func (e *execution) writeTable(name tableRef, using []usingOpt) (t *table, unloc
 	return t, st.mu.Unlock, nil
 }
 
+// userTable looks up a table that statements may modify; the caller holds the store's lock.
 func userTable(st *store, ref tableRef) (*table, error) {
 	t, err := st.lookup(ref)
 	if err != nil {
