@@ -343,3 +343,20 @@ func TestInMemoryV5RequestSpreadOverSegments(t *testing.T) {
 		assert.Equal(t, "4.0.11", string(rows.Data[0][0]))
 	})
 }
+
+// ServeConn serves a connection the node did not accept itself, while it is up.
+func TestInMemoryServeConn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startInMemory(t, Config{Nodes: 1})
+		client, server := net.Pipe()
+		c.Node(0).ServeConn(server)
+		fc := frameClientOn(t, client, primitive.ProtocolVersion4)
+		fc.handshake()
+		assert.Equal(t, 1, c.Node(0).Conns())
+
+		c.Node(0).Stop()
+		client, server = net.Pipe()
+		c.Node(0).ServeConn(server)
+		assert.ErrorIs(t, readErr(frameClientOn(t, client, primitive.ProtocolVersion4), time.Second), io.EOF, "a stopped node closes it")
+	})
+}

@@ -540,6 +540,10 @@ func (n *Node) acceptLoop(ln net.Listener, done chan struct{}) {
 	}
 }
 
+// ServeConn serves nc, a client connection accepted somewhere else (a TLS listener a test runs,
+// say), as if the node had accepted it; a node that is not up closes it at once.
+func (n *Node) ServeConn(nc net.Conn) { n.accepted(nc) }
+
 // accepted registers and serves a new client connection.
 func (n *Node) accepted(nc net.Conn) {
 	remote := nc.RemoteAddr().String()
