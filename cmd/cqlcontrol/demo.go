@@ -86,7 +86,7 @@ type demoConfig struct {
 // a gocql session and our ControlConnection side by side, reported as a table (or JSON) on
 // stdout; live progress goes to stderr.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseDemoFlags(args, stderr)
+	cfg, err := parseDemoFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -109,8 +109,8 @@ const demoDescription = `Starts a simulated cluster on loopback, a gocql session
 restarts the whole cluster and reports how long each took to come back, and how many
 connection attempts each made while the cluster was down.`
 
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
-	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
+func parseDemoFlags(args []string, stdout, stderr io.Writer) (demoConfig, error) {
+	fs := newFlagSet("demo", "[flags]", demoDescription, stdout, stderr)
 	var cfg demoConfig
 	fs.DurationVar(&cfg.outage, "outage", defaultDemoOutage, "how long the whole cluster stays down")
 	fs.IntVar(&cfg.nodes, "nodes", defaultDemoNodes, "simulated nodes (on 127.0.0.1, 127.0.0.2, ...)")
@@ -126,20 +126,20 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
 	}
-	bad := func(format string, a ...any) (demoConfig, error) { return cfg, usageError(fs, format, a...) }
+	bad := func(format string, a ...any) (demoConfig, error) { return cfg, flagError(fs, format, a...) }
 	switch {
 	case fs.NArg() > 0:
 		return bad("unexpected arguments %q", fs.Args())
 	case cfg.outage <= 0:
-		return bad("-outage must be positive, not %v", cfg.outage)
+		return bad("--outage must be positive, not %v", cfg.outage)
 	case cfg.wait <= 0:
-		return bad("-wait must be positive, not %v", cfg.wait)
+		return bad("--wait must be positive, not %v", cfg.wait)
 	case cfg.nodes < 1 || cfg.nodes > 32:
-		return bad("-nodes must be between 1 and 32, not %d", cfg.nodes)
+		return bad("--nodes must be between 1 and 32, not %d", cfg.nodes)
 	case cfg.gocqlReconnect < 0:
-		return bad("-gocql-reconnect-interval must not be negative")
+		return bad("--gocql-reconnect-interval must not be negative")
 	case cfg.port < 0 || cfg.port > 65535:
-		return bad("-port %d is not a port", cfg.port)
+		return bad("--port %d is not a port", cfg.port)
 	}
 	if cfg.seed == 0 {
 		cfg.seed = rand.Uint64()

@@ -69,10 +69,13 @@ func TestDemoFlagErrors(t *testing.T) {
 		var stderr bytes.Buffer
 		err := runDemo(context.Background(), args, &bytes.Buffer{}, &stderr)
 		assert.ErrorIs(t, err, errUsage, "%q", args)
-		assert.Contains(t, stderr.String(), "usage: cqlcontrol demo", "%q", args)
+		assert.Contains(t, stderr.String(), "cqlcontrol demo: ", "%q", args)
+		assert.Contains(t, stderr.String(), "(see 'cqlcontrol demo --help')\n", "%q", args)
 	}
-	err := runDemo(context.Background(), []string{"-h"}, &bytes.Buffer{}, &bytes.Buffer{})
+	var stdout bytes.Buffer
+	err := runDemo(context.Background(), []string{"-h"}, &stdout, &bytes.Buffer{})
 	assert.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, stdout.String(), "usage: cqlcontrol demo")
 }
 
 // The ground truth of a restart is read from the simulator's records: stopped when the first

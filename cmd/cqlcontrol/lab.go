@@ -20,7 +20,7 @@ driver, Java driver 4 and the Rust driver. Runs in a few seconds; results are re
 // full-cluster outages. It prints the table (or the JSON) on stdout and writes the chart only
 // when asked, so that running it never leaves files behind by surprise.
 func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("lab", "[flags]", labDescription, stderr)
+	fs := newFlagSet("lab", "[flags]", labDescription, stdout, stderr)
 	var cfg lab.Config
 	jsonOut := fs.Bool("json", false, "print the results as JSON instead of the table")
 	svgPath := fs.String("svg", "", "write the chart (p99 lateness against outage length, per strategy) to this SVG `file`")
@@ -36,13 +36,25 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageError(fs, "unexpected arguments %q", fs.Args())
+	// lab.Config reads zero as "the default": here zero is a mistake, said as such.
+	switch {
+	case fs.NArg() > 0:
+		return flagError(fs, "unexpected arguments %q", fs.Args())
+	case cfg.Samples < 1:
+		return flagError(fs, "--samples must be at least 1, not %d", cfg.Samples)
+	case cfg.Fleet < 1:
+		return flagError(fs, "--fleet must be at least 1, not %d", cfg.Fleet)
+	case cfg.Nodes < 1:
+		return flagError(fs, "--nodes must be at least 1, not %d", cfg.Nodes)
+	case cfg.DialTime <= 0:
+		return flagError(fs, "--dial must be positive, not %v", cfg.DialTime)
+	case cfg.Reconnect.DelayCap <= 0:
+		return flagError(fs, "--delay-cap must be positive, not %v", cfg.Reconnect.DelayCap)
 	}
 	for _, s := range strings.Split(*outages, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
-			return flagError(fs, "-outages: %q is not a positive duration", s)
+			return flagError(fs, "--outages: %q is not a positive duration", s)
 		}
 		cfg.Outages = append(cfg.Outages, d)
 	}

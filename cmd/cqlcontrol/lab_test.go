@@ -42,3 +42,20 @@ func TestLabWritesNoChartUnlessAsked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 }
+
+// Zero is refused with the flag's name rather than replaced by the default (issue: --nodes 0
+// and --samples 0 ran with the defaults).
+func TestLabRejectsZeroes(t *testing.T) {
+	for _, c := range []struct{ flag, want string }{
+		{"--samples", "--samples must be at least 1, not 0"},
+		{"--nodes", "--nodes must be at least 1, not 0"},
+		{"--fleet", "--fleet must be at least 1, not 0"},
+		{"--dial", "--dial must be positive, not 0s"},
+		{"--delay-cap", "--delay-cap must be positive, not 0s"},
+	} {
+		var stderr bytes.Buffer
+		err := runLab(context.Background(), []string{c.flag, "0"}, &bytes.Buffer{}, &stderr)
+		assert.ErrorIs(t, err, errUsage, c.flag)
+		assert.Contains(t, stderr.String(), c.want)
+	}
+}
