@@ -22,6 +22,9 @@ import (
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
@@ -81,7 +84,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cadence := controlconn.Cadence{LocalDC: cfg.localDC}
 	col.SetDelayCap(cadence.WithDefaults().DelayCap)
-	srv, err := serveMetrics(cfg.metricsAddr, col.Handler())
+	srv, err := serveMetrics(cfg.metricsAddr, metricsHandler(col))
 	if err != nil {
 		return err
 	}
@@ -601,6 +604,14 @@ func formatChange(c metadata.Change) string {
 		}
 	}
 	return line
+}
+
+// metricsHandler serves col's metrics and, as a process should, the Go runtime's (go_*) and
+// the process's (process_*: CPU, memory, open file descriptors).
+func metricsHandler(col *metrics.Collectors) http.Handler {
+	rt := prometheus.NewRegistry()
+	rt.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return promhttp.HandlerFor(prometheus.Gatherers{col.Gatherer(), rt}, promhttp.HandlerOpts{})
 }
 
 // metricsServer serves one Collectors' metrics on /metrics until closed.

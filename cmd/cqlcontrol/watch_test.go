@@ -121,6 +121,8 @@ func TestWatchTopologyAndEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "cqlcontrol_")
+	assert.Contains(t, string(body), "go_goroutines ", "the Go runtime's metrics too")
+	assert.Contains(t, string(body), "process_open_fds ", "and the process's")
 
 	// Stop a node we are not connected to: the others announce it DOWN and watch prints it.
 	var victim *cqlsim.Node
