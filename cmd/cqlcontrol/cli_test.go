@@ -111,3 +111,18 @@ func (p *cliProcess) interrupt(t *testing.T, within time.Duration) (int, time.Du
 	require.NoError(t, p.err)
 	return 0, took
 }
+
+// Ctrl-C in the demo exits 130 (before: 1, with "interrupted: context canceled"), at once,
+// saying which phase it interrupted.
+func TestDemoInterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulated cluster and a process (wall-clock seconds)")
+	}
+	p := startCLI(t, "demo", "--port", "0", "--metrics", "")
+	waitOutput(t, p.stderr, 20*time.Second, "the warm-up", func(s string) bool { return strings.Contains(s, "[warm-up") })
+	code, took := p.interrupt(t, 5*time.Second)
+	assert.Equal(t, exitInterrupted, code, "stderr: %s", p.stderr.String())
+	assert.Less(t, took, time.Second)
+	assert.Contains(t, p.stderr.String(), "cqlcontrol demo: interrupted during the warm-up")
+	assert.NotContains(t, p.stderr.String(), "context canceled")
+}

@@ -184,7 +184,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 	// production, rather than counting as a flap of the initial connection.
 	stable := d.cadence.StableAfter
 	fmt.Fprintf(d.log, "warm-up: until every host answers through gocql and our connection has been up for StableAfter (%v)\n", stable)
-	setPhase(ctx, "the warm-up (every host answering through gocql, our connection up for StableAfter)")
+	setPhase(ctx, "during the warm-up (every host answering through gocql, our connection up for StableAfter)")
 	limit := time.Now().Add(stable + 30*time.Second)
 	v, err := d.watch(ctx, "warm-up", func(v demoView) bool {
 		warm := v.dataUsable == len(d.simNodes) && v.ours.State == reconnect.StateConnected &&
@@ -203,7 +203,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 	d.restartAt = time.Now()
 	d.sim.StopAll()
 	upAt := d.restartAt.Add(d.cfg.outage)
-	setPhase(ctx, "the outage (the nodes start again at %s)", upAt.Format("15:04:05.000"))
+	setPhase(ctx, "during the outage (the nodes start again at %s)", upAt.Format("15:04:05.000"))
 	// Progress until the last tick before the end of the outage, then exactly to it.
 	if _, err := d.watch(ctx, "outage", func(v demoView) bool { return upAt.Sub(v.at) < 100*time.Millisecond }); err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 		}
 		return nil, fmt.Errorf("starting the nodes again: %w", err)
 	}
-	setPhase(ctx, "the recovery (up to --wait %v after the cluster is ready)", d.cfg.wait)
+	setPhase(ctx, "during the recovery (up to --wait %v after the cluster is ready)", d.cfg.wait)
 	v, err = d.watch(ctx, "recovery", func(v demoView) bool {
 		if v.truth.readyAt.IsZero() {
 			return v.at.After(startAllAt.Add(d.cfg.wait))
@@ -240,7 +240,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 // setup starts the cluster, the metrics endpoint, the gocql session with the ControlConnection
 // beside it, the demo table and the data path probe.
 func (d *demoRun) setup(ctx context.Context) error {
-	setPhase(ctx, "starting the simulated cluster")
+	setPhase(ctx, "while starting the simulated cluster")
 	sim, err := startDemoCluster(d.cfg.nodes, d.cfg.port)
 	if err != nil {
 		return err
@@ -289,7 +289,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 	}
 	// After New: its listener is installed. CreateSession takes no context: it runs on a
 	// goroutine of its own, abandoned (its session closed when it comes) if ctx ends first.
-	setPhase(ctx, "waiting for gocql's CreateSession")
+	setPhase(ctx, "while waiting for gocql's CreateSession")
 	sctx, cancelSession := context.WithCancel(ctx)
 	defer cancelSession()
 	sessions := make(chan sessionResult)
@@ -303,7 +303,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 		}
 		d.session = r.session
 	}
-	setPhase(ctx, "waiting for the control connection's first connection")
+	setPhase(ctx, "while waiting for the control connection's first connection")
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := d.cc.Start(startCtx); err != nil {
@@ -312,7 +312,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 		}
 		return fmt.Errorf("control connection: %w", err)
 	}
-	setPhase(ctx, "creating the demo table")
+	setPhase(ctx, "while creating the demo table")
 
 	for _, stmt := range demoSchema {
 		if err := d.session.Query(stmt).WithContext(ctx).Exec(); err != nil {

@@ -19,7 +19,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -179,8 +178,8 @@ func version() string {
 }
 
 // phase says what a command is doing or waiting for, so that an interruption can say it:
-// "interrupted while waiting for the first connection ...". Commands set it as they go; main
-// and exec read it from other goroutines.
+// "interrupted while waiting for the first connection ...", "interrupted during the outage".
+// Commands set it as they go; main and exec read it from other goroutines.
 type phase struct {
 	mu   sync.Mutex
 	what string
@@ -193,12 +192,12 @@ func withPhase(ctx context.Context) (context.Context, *phase) {
 	if p, ok := ctx.Value(phaseKey{}).(*phase); ok {
 		return ctx, p
 	}
-	p := &phase{what: "starting"}
+	p := &phase{what: "while starting"}
 	return context.WithValue(ctx, phaseKey{}, p), p
 }
 
-// setPhase records what the command is now doing, as "while waiting for ..." or "while
-// watching ..." would end.
+// setPhase records what the command is now doing, said after "interrupted": "while waiting
+// for ...", "during the outage".
 func setPhase(ctx context.Context, format string, a ...any) {
 	if p, ok := ctx.Value(phaseKey{}).(*phase); ok {
 		p.mu.Lock()
@@ -210,8 +209,5 @@ func setPhase(ctx context.Context, format string, a ...any) {
 func (p *phase) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if strings.HasPrefix(p.what, "while ") {
-		return p.what
-	}
-	return "while " + p.what
+	return p.what
 }

@@ -72,7 +72,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	setPhase(ctx, "resolving --hosts")
+	setPhase(ctx, "while resolving --hosts")
 	if err := cfg.checkHosts(ctx); err != nil {
 		return err
 	}
@@ -122,9 +122,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		sctx, cancel := context.WithCancel(ctx)
 		defer cancel() // a session created after watch returned is closed by openSession
 		go openSession(sctx, cluster, sessions)
-		setPhase(ctx, "watching the cluster (gocql's CreateSession still in flight)")
+		setPhase(ctx, "while watching the cluster (gocql's CreateSession still in flight)")
 	} else {
-		setPhase(ctx, "watching the cluster")
+		setPhase(ctx, "while watching the cluster")
 	}
 
 	sub, snap, err := cc.Subscribe(1024)
@@ -143,11 +143,11 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			out.note(n)
 		case r := <-sessions:
 			if r.err != nil {
-				setPhase(ctx, "watching the cluster")
+				setPhase(ctx, "while watching the cluster")
 				out.line("gocql", "session: %v; watching without it (recovery then follows the blind schedule only)", r.err)
 				continue
 			}
-			setPhase(ctx, "watching the cluster")
+			setPhase(ctx, "while watching the cluster")
 			out.line("gocql", "session open: its host events re-arm the control connection")
 			defer r.session.Close()
 		case c, ok := <-sub.C():
@@ -175,7 +175,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // meet as they come. It gives up after --connect-timeout with the last attempt's error, and at
 // once on a permanent one (authentication, protocol, TLS), said as such; ctx ending interrupts it.
 func (cfg watchConfig) awaitFirstConnection(ctx context.Context, cc *controlconn.ControlConnection, obs *watchObserver, out *watchPrinter) error {
-	setPhase(ctx, "waiting for the first connection to %s", strings.Join(cfg.hosts, ", "))
+	setPhase(ctx, "while waiting for the first connection to %s", strings.Join(cfg.hosts, ", "))
 	startCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var timeout <-chan time.Time
