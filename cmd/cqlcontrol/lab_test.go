@@ -29,7 +29,7 @@ func TestLabWritesTheChartsItIsAskedFor(t *testing.T) {
 	defer f.Close()
 	cfg, err := png.DecodeConfig(f)
 	require.NoError(t, err)
-	assert.Equal(t, [2]int{1440, 864}, [2]int{cfg.Width, cfg.Height})
+	assert.Equal(t, [2]int{2160, 864}, [2]int{cfg.Width, cfg.Height})
 }
 
 func TestLabWritesNoChartUnlessAsked(t *testing.T) {
@@ -58,4 +58,22 @@ func TestLabRejectsZeroes(t *testing.T) {
 		assert.ErrorIs(t, err, errUsage, c.flag)
 		assert.Contains(t, stderr.String(), c.want)
 	}
+}
+
+// A chart file named for another format is refused, and nothing is written (issue: --png x.jpg
+// wrote a PNG named .jpg).
+func TestLabRefusesAChartFileOfAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ flag, file, want string }{
+		{"--png", "x.jpg", `--png writes PNG: "` + filepath.Join(dir, "x.jpg") + `" should end in .png`},
+		{"--svg", "x.png", `--svg writes SVG: "` + filepath.Join(dir, "x.png") + `" should end in .svg`},
+	} {
+		var stderr bytes.Buffer
+		err := runLab(context.Background(), []string{c.flag, filepath.Join(dir, c.file)}, &bytes.Buffer{}, &stderr)
+		assert.ErrorIs(t, err, errUsage, c.flag)
+		assert.Contains(t, stderr.String(), c.want)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written")
 }
