@@ -109,19 +109,23 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer cc.Close()
 
+	sessions := make(chan sessionResult)
+	if cfg.session {
+		// An application's session, made from the same configuration after New (as an
+		// application must: see controlconn.New), while we connect: its host events are the
+		// evidence that re-arms our recovery. The loop below takes it once connected.
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel() // a session created after watch returned is closed by openSession
+		go openSession(sctx, cluster, sessions)
+	}
+
 	out := &watchPrinter{w: stdout}
 	out.line("control", "connecting to %s%s", strings.Join(cfg.hosts, ", "), cfg.portNote())
 	if err := cfg.awaitFirstConnection(ctx, cc, obs, out); err != nil {
 		return err
 	}
 
-	sessions := make(chan sessionResult)
 	if cfg.session {
-		// An application's session, made from the same configuration after New: its host
-		// events are the evidence that re-arms our recovery.
-		sctx, cancel := context.WithCancel(ctx)
-		defer cancel() // a session created after watch returned is closed by openSession
-		go openSession(sctx, cluster, sessions)
 		setPhase(ctx, "while watching the cluster (gocql's CreateSession still in flight)")
 	} else {
 		setPhase(ctx, "while watching the cluster")

@@ -322,3 +322,28 @@ func TestTopologySortedByAddress(t *testing.T) {
 	slices.SortFunc(addrs, compareAddrs)
 	assert.Equal(t, []string{"127.0.0.2:9041", "127.0.0.2:9042", "127.0.0.10:9042", "[::1]:9042", "host:1"}, addrs)
 }
+
+// A contact point with a port of its own is dialled there, and the topology shows the control
+// host at that address (before: at --port, 9042, though connected at the other); the first line
+// says that peers are dialled at --port.
+func TestWatchShowsTheAddressDialled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulated cluster (wall-clock seconds)")
+	}
+	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 2, BaseIP: "127.0.4.50", Port: 0})
+	require.NoError(t, err)
+	defer sim.Close()
+	n0 := sim.Node(0)
+	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- runWatch(ctx, []string{"--hosts", n0.Addr(), "--port", "19", "--metrics", "", "--session=false"}, stdout, stderr)
+	}()
+	out := waitOutput(t, stdout, 10*time.Second, "topology", func(s string) bool { return strings.Contains(s, "ADDRESS") && strings.Count(s, "\n") >= 5 })
+	cancel()
+	<-done
+	assert.Contains(t, out, "connecting to "+n0.Addr()+" (peers at --port 19, as gocql dials them)")
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(n0.Addr())+`\s+`+regexp.QuoteMeta(n0.HostID()), out, "the control host at the address dialled")
+	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(sim.Node(1).IP().String()+":19")+`\s+`+regexp.QuoteMeta(sim.Node(1).HostID()), out, "a peer at --port")
+}
