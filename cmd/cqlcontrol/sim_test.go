@@ -39,29 +39,11 @@ func (w *simStdout) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// simStderr is runSim's stderr.
-type simStderr struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *simStderr) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *simStderr) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // simProcess is runSim running in the test, as the command would.
 type simProcess struct {
 	cql     []string // contact points from the ready line
 	control string   // control API URL from the ready line
-	stderr  *simStderr
+	stderr  *syncBuffer
 	stop    func() error // cancels the context and returns runSim's result
 }
 
@@ -70,7 +52,7 @@ func startSim(t *testing.T, args ...string) *simProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &simStdout{ready: make(chan string, 1)}
 	ready := out.ready
-	errOut := &simStderr{}
+	errOut := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- runSim(ctx, args, out, errOut) }()
 	p := &simProcess{stderr: errOut}
