@@ -96,12 +96,18 @@ func startCLI(t *testing.T, args ...string) *cliProcess {
 // interrupt sends SIGINT and returns the exit status and how long the process took to exit.
 func (p *cliProcess) interrupt(t *testing.T, within time.Duration) (int, time.Duration) {
 	t.Helper()
+	return p.signal(t, syscall.SIGINT, within)
+}
+
+// signal sends sig and returns the exit status and how long the process took to exit.
+func (p *cliProcess) signal(t *testing.T, sig syscall.Signal, within time.Duration) (int, time.Duration) {
+	t.Helper()
 	sent := time.Now()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGINT))
+	require.NoError(t, p.cmd.Process.Signal(sig))
 	select {
 	case <-p.done:
 	case <-time.After(within):
-		t.Fatalf("still running %v after SIGINT\nstdout:\n%s\nstderr:\n%s", within, p.stdout.String(), p.stderr.String())
+		t.Fatalf("still running %v after %v\nstdout:\n%s\nstderr:\n%s", within, sig, p.stdout.String(), p.stderr.String())
 	}
 	took := time.Since(sent)
 	var ee *exec.ExitError
@@ -125,4 +131,15 @@ func TestDemoInterrupted(t *testing.T) {
 	assert.Less(t, took, time.Second)
 	assert.Contains(t, p.stderr.String(), "cqlcontrol demo: interrupted during the warm-up")
 	assert.NotContains(t, p.stderr.String(), "context canceled")
+}
+
+// SIGTERM (docker stop, systemd) ends watch as SIGINT does, with status 143 (128 + 15).
+func TestWatchTerminated(t *testing.T) {
+	// Nothing listens there: watch retries until stopped (--connect-timeout 0: no limit).
+	p := startCLI(t, "watch", "--hosts", "127.0.4.60", "--port", "19", "--metrics", "", "--connect-timeout", "0", "--session=false")
+	waitOutput(t, p.stdout, 10*time.Second, "a failed attempt", func(s string) bool { return strings.Contains(s, "connection refused") })
+	code, took := p.signal(t, syscall.SIGTERM, 5*time.Second)
+	assert.Less(t, took, time.Second)
+	assert.Equal(t, exitTerminated, code)
+	assert.Contains(t, p.stderr.String(), "cqlcontrol watch: interrupted while waiting for the first connection to 127.0.4.60")
 }
