@@ -66,7 +66,10 @@ func main() {
 	}
 	cancel()
 	code := exitInterrupted
-	if sig == syscall.SIGTERM {
+	switch {
+	case untilStopped(os.Args[1:]):
+		code = exitOK
+	case sig == syscall.SIGTERM:
 		code = exitTerminated
 	}
 	select {
@@ -142,6 +145,16 @@ func (c command) exec(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "cqlcontrol %s: %v\n", c.name, err)
 		return exitFailure
 	}
+}
+
+// untilStopped reports whether args run a command whose normal end is a signal.
+func untilStopped(args []string) bool {
+	for _, c := range commands {
+		if len(args) > 0 && c.name == args[0] {
+			return c.untilStopped
+		}
+	}
+	return false
 }
 
 // errUsage reports a command-line mistake that has already been explained on stderr.
