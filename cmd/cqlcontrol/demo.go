@@ -529,7 +529,7 @@ func (d *demoRun) report(phase string, v demoView) {
 		fmt.Fprintf(d.log, "  waiting: gocql's data path has not reached every host; gocql reopens the pools of hosts other than\n"+
 			"  its control host on node-UP events or its ReconnectInterval tick (%v), so the demo may wait\n"+
 			"  until %s (--wait %v after ready)\n",
-			d.cfg.gocqlReconnect, rel(t.readyAt.Add(d.cfg.wait)), d.cfg.wait)
+			fmtSeconds(d.cfg.gocqlReconnect.Seconds()), rel(t.readyAt.Add(d.cfg.wait)), d.cfg.wait)
 	}
 	if v.at.Sub(d.lastLine) < time.Second {
 		return
