@@ -143,3 +143,14 @@ func TestWatchTerminated(t *testing.T) {
 	assert.Equal(t, exitTerminated, code)
 	assert.Contains(t, p.stderr.String(), "cqlcontrol watch: interrupted while waiting for the first connection to 127.0.4.60")
 }
+
+// A command busy with something that does not watch its context (here lab's simulation of ten
+// million clients) still ends within a second of SIGINT: main stops waiting for it.
+func TestInterruptedWithinASecondEvenWhenBusy(t *testing.T) {
+	p := startCLI(t, "lab", "--fleet", "10000000")
+	time.Sleep(300 * time.Millisecond) // well into the simulation
+	code, took := p.interrupt(t, 5*time.Second)
+	assert.Equal(t, exitInterrupted, code, "stderr: %s", p.stderr.String())
+	assert.Less(t, took, time.Second)
+	assert.Contains(t, p.stderr.String(), "cqlcontrol lab: interrupted while simulating 4 outage lengths")
+}

@@ -65,6 +65,7 @@ func runLab(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		cfg.Outages = append(cfg.Outages, d)
 	}
 
+	setPhase(ctx, "while simulating %d outage lengths × %d outages × %d clients in virtual time", len(cfg.Outages), cfg.Samples, cfg.Fleet)
 	res, err := lab.Run(ctx, cfg)
 	if err != nil {
 		return err

@@ -49,13 +49,12 @@ const (
 
 // shutdownGrace is how long a command may take to clean up after a signal before the process
 // exits anyway: an interrupted command never holds the terminal for longer.
-const shutdownGrace = 800 * time.Millisecond
+const shutdownGrace = 600 * time.Millisecond
 
 func main() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx, ph := withPhase(ctx)
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, os.Args[1:], os.Stdout, os.Stderr) }()
 	var sig os.Signal
@@ -79,7 +78,7 @@ func main() {
 		}
 		os.Exit(c)
 	case <-time.After(shutdownGrace):
-		fmt.Fprintf(os.Stderr, "cqlcontrol: clean-up unfinished after %v (%s); exiting\n", shutdownGrace, ph)
+		fmt.Fprintf(os.Stderr, "cqlcontrol: still stopping %v after the signal; exiting without waiting\n", shutdownGrace)
 		os.Exit(code)
 	case <-sigs: // a second Ctrl-C: at once
 		os.Exit(code)
