@@ -22,11 +22,15 @@ func newFlagSet(name, synopsis, description string, stdout, stderr io.Writer) *f
 	return fs
 }
 
-// printFlags lists fs's flags as flag.PrintDefaults does, but with two dashes.
+// printFlags lists fs's flags as flag.PrintDefaults does, but with two dashes (one for a
+// one-letter flag). The flag package accepts either spelling of each.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		arg, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name // -v, by convention
+		}
 		if arg != "" {
 			line += " " + arg
 		}
