@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,7 +25,8 @@ func TestREADMEProgramCompiles(t *testing.T) {
 	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(section[1], -1)
 	require.NotEmpty(t, blocks, "the section shows Go code")
 	dir := t.TempDir()
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "the go command, to build the README's program")
 	for i, b := range blocks {
 		src := b[1]
 		require.Regexp(t, `^package main\n`, string(src), "Go block %d is a whole program", i)
