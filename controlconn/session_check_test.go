@@ -6,7 +6,6 @@ import (
 	"io"
 	"log"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,24 +15,6 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 )
-
-// lockedBuffer is a log destination written by the ControlConnection's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // New after CreateSession is told: the session never reports host events (gocql copied the
 // configuration before New wrapped its policy), and the first connection logs a warning
@@ -50,7 +31,7 @@ func TestNewAfterCreateSessionIsTold(t *testing.T) {
 			session, err = cluster.CreateSession()
 			require.NoError(t, err)
 		}
-		var logs lockedBuffer
+		var logs bytes.Buffer // written by cc's goroutines, read after Close has joined them
 		cc, err := New(cluster, Cadence{}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		require.NoError(t, err)
 		if !sessionFirst {
