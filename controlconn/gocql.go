@@ -5,7 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
+
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/gocql/gocql"
@@ -27,6 +31,10 @@ import (
 // AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
 // cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
 // WithQueueConfig) and closes on Close, unless WithHostEvents passes one.
+//
+// A session created from cfg before New never reports to the ControlConnection, whose recovery
+// then follows the blind schedule only: when the first connection is up and no session has
+// been created since New, a warning says so through the logger (WithLogger).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
 	c, err := ConfigFromGocql(cfg, cadence)
 	if err != nil {
@@ -54,6 +62,8 @@ func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) 
 		opts = append(opts, WithHostEvents(q))
 		o.queue, own = q, true
 	}
+	// Last, so that it wraps the observer the caller passed.
+	opts = append(opts, WithObserver(newSessionCheck(o.observer, o.queue, o.logger)))
 	cc, err := NewWithConfig(c, opts...)
 	if err != nil {
 		if own {
@@ -144,4 +154,38 @@ func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
 		tc.Certificates = append(tc.Certificates, cert)
 	}
 	return tc, nil
+}
+
+// sessionCheck is the Observer New installs around the caller's: at the first connection it
+// warns, once, when no gocql session has initialised the listener New installed, which is
+// what calling New after CreateSession looks like (gocql copies the configuration into the
+// session, so the wrapped policy never reaches it).
+type sessionCheck struct {
+	Observer
+	queue *hostevents.Queue
+	log   *slog.Logger
+	once  sync.Once
+}
+
+// errSessionFirst is the warning's text.
+const errSessionFirst = "controlconn: no gocql session has been created from this ClusterConfig since controlconn.New; " +
+	"a session created before New never reports its host events, so recovery follows the blind schedule only: call New before CreateSession"
+
+func newSessionCheck(inner Observer, q *hostevents.Queue, log *slog.Logger) *sessionCheck {
+	if inner == nil {
+		inner = NopObserver{}
+	}
+	if log == nil {
+		log = discardLogger
+	}
+	return &sessionCheck{Observer: inner, queue: q, log: log}
+}
+
+func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
+	s.Observer.Connected(ep, v)
+	s.once.Do(func() {
+		if s.queue.Sessions() == 0 {
+			s.log.Warn(errSessionFirst)
+		}
+	})
 }

@@ -3,6 +3,7 @@ package hostevents
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -110,7 +111,13 @@ type Queue struct {
 	lastAt  time.Time      // when it last received an event
 	closed  bool
 	stats   Stats // Pending is derived from len(pending) when read
+
+	sessions atomic.Int64 // gocql sessions that called Init on a listener of this queue
 }
+
+// Sessions is how many gocql sessions have initialised a policy wrapped with q (Wrap, Install).
+// Zero means that no session reports host events here: one created before Install never does.
+func (q *Queue) Sessions() int { return int(q.sessions.Load()) }
 
 // NewQueue validates cfg and starts the Queue's batching goroutine; Close stops it.
 func NewQueue(cfg QueueConfig) (*Queue, error) {
