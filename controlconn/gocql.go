@@ -40,7 +40,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	if err != nil {
 		return nil, err
 	}
-	return NewWithListener(c, func(q *hostevents.Queue) { hostevents.Install(cfg, q) }, opts...)
+	return newWithListener(c, func(q *hostevents.Queue) { hostevents.Install(cfg, q) }, true, opts...)
 }
 
 // NewWithListener is New for a driver configuration already translated into c: it builds the
@@ -48,7 +48,16 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 // caller can put the driver's listener on it (the gocqlv2 module does so for gocql v2). Unless
 // opts pass a queue (WithHostEvents), it creates one (WithQueueConfig) that Close closes.
 // install is called once, after the ControlConnection is built, and not at all on error.
+//
+// Unlike New it cannot tell whether a session was created after it (the order warning of New),
+// since only the driver's listener knows.
 func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
+	return newWithListener(c, install, false, opts...)
+}
+
+// newWithListener is NewWithListener; sessionCheck adds New's session-order warning, which
+// counts the sessions that initialised a policy wrapped by hostevents.Install.
+func newWithListener(c Config, install func(*hostevents.Queue), sessionCheck bool, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -62,8 +71,10 @@ func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) 
 		opts = append(opts, WithHostEvents(q))
 		o.queue, own = q, true
 	}
-	// Last, so that it wraps the observer the caller passed.
-	opts = append(opts, WithObserver(newSessionCheck(o.observer, o.queue, o.logger)))
+	if sessionCheck {
+		// Last, so that it wraps the observer the caller passed.
+		opts = append(opts, WithObserver(newSessionCheck(o.observer, o.queue, o.logger)))
+	}
 	cc, err := NewWithConfig(c, opts...)
 	if err != nil {
 		if own {

@@ -6,6 +6,8 @@ package gocqlv2
 // nests a second mux and every event is queued twice).
 
 import (
+	"bytes"
+	"log/slog"
 	"net"
 	"sync"
 	"testing"
@@ -145,4 +147,34 @@ func TestSessionFeedsTheQueue(t *testing.T) {
 		return false
 	}, 10*time.Second, 20*time.Millisecond, "gocql v2's HostUp for %s queued; got %v", ip, rec.received())
 	assert.Contains(t, user.calls(), "up "+ip)
+}
+
+// controlconn.New warns when no session was created after it, counting the sessions through the
+// v1 policy wrapper; a v2 session never goes through it, so the warning must not be given here.
+// Checked to fail with the warning applied to every NewWithListener (as first merged).
+func TestNoSessionOrderWarningForV2(t *testing.T) {
+	sim := startCluster(t, cqlsim.Config{Nodes: 1, BaseIP: "127.0.43.11"})
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	attach(t, v2Cluster(sim), controlconn.Cadence{}, controlconn.WithLogger(logger))
+	require.Contains(t, buf.String(), "control connection up", "the logger is the control connection's")
+	assert.NotContains(t, buf.String(), "no gocql session has been created")
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
