@@ -68,11 +68,7 @@ type owner struct {
 	probed     chan probeResult   // probe workers -> run
 }
 
-// run is the owner goroutine: it drives the Recovery (when to attempt, what evidence does),
-// runs one attempt at a time, adopts the connection an attempt yields and notices its loss,
-// so the connection's lifecycle has exactly one owner and every decision sees the same state.
-func (cc *ControlConnection) run() {
-	defer cc.wg.Done()
+func (cc *ControlConnection) newOwner() *owner {
 	o := &owner{
 		rec:       cc.rec,
 		due:       time.NewTimer(time.Hour),
@@ -85,6 +81,15 @@ func (cc *ControlConnection) run() {
 	}
 	o.due.Stop()
 	o.periodic.Stop()
+	return o
+}
+
+// run is the owner goroutine: it drives the Recovery (when to attempt, what evidence does),
+// runs one attempt at a time, adopts the connection an attempt yields and notices its loss,
+// so the connection's lifecycle has exactly one owner and every decision sees the same state.
+func (cc *ControlConnection) run() {
+	defer cc.wg.Done()
+	o := cc.newOwner()
 	defer o.due.Stop()
 	defer o.periodic.Stop()
 	var batches <-chan hostevents.Batch
@@ -200,12 +205,9 @@ func (cc *ControlConnection) shutdown(o *owner) {
 	case r := <-o.results:
 		cc.finishAttempt(o, r)
 	case <-grace.C:
-		// The Recovery is the lingering goroutine's now: run is done with it.
-		cc.wg.Add(1)
-		go func() {
-			defer cc.wg.Done()
-			cc.finishAttempt(o, <-o.results)
-		}()
+		// The Recovery is the lingering goroutine's now: run is done with it. Close does not
+		// wait for it: an attempt that ignores its context cannot hold Close.
+		go func() { cc.finishAttempt(o, <-o.results) }()
 	}
 }
 
