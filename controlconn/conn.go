@@ -352,7 +352,7 @@ func (c *Conn) handshakeErr(op string, err error, first bool) error {
 			}
 			return &ConnError{Class: ClassProtocol, Addr: c.ep.Addr, Op: op, Err: err}
 		case primitive.ErrorCodeAuthenticationError:
-			return &ConnError{Class: ClassAuth, Addr: c.ep.Addr, Op: op, Err: err}
+			return &ConnError{Class: authClass(se.Message), Addr: c.ep.Addr, Op: op, Err: err}
 		}
 		return &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: op, Err: err}
 	}
