@@ -3,16 +3,21 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race vet lint bench demo sim image clean
+.PHONY: test race allocs vet lint bench demo sim image clean
 
-# The test command from the README: vet, then every test with the race detector.
-test: vet race
+# The test command from the README: vet, then every test with the race detector, then the
+# allocation tests again without it (the race detector's instrumentation allocates, so they
+# skip themselves under -race).
+test: vet race allocs
 
 vet:
 	$(GO) vet $(PKGS)
 
 race:
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+allocs:
+	$(GO) test -count=1 -run 'DoesNotAllocate' ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -71,7 +71,8 @@ type options struct {
 	reconnObs   reconnect.Observer
 	resolver    Resolver
 	queue       *hostevents.Queue
-	queueConfig hostevents.QueueConfig
+	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
+	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
 }
 
@@ -95,8 +96,13 @@ func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r 
 // ownership of a queue it passes: Close does not close it.
 func WithHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
 
-// WithQueueConfig configures the queue New creates (ignored with WithHostEvents).
-func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = c } }
+// WithQueueConfig configures the queue New creates. Together with WithHostEvents (whose queue
+// is configured already) it is an error.
+func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
+
+// ErrConflictingOptions is returned by New and NewWithConfig for options that cannot be
+// used together.
+var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 
 // WithRand sets the source of jitter and host shuffling, uniform in [0,1) (tests).
 func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } }
@@ -171,6 +177,9 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
+		return nil, fmt.Errorf("%w: WithQueueConfig configures the queue New creates; the queue of WithHostEvents is configured already", ErrConflictingOptions)
 	}
 	if o.logger == nil {
 		o.logger = discardLogger

@@ -38,11 +38,15 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	own := false
 	if o.queue == nil {
-		q, err := hostevents.NewQueue(o.queueConfig)
+		var qc hostevents.QueueConfig
+		if o.queueConfig != nil {
+			qc = *o.queueConfig
+		}
+		q, err := hostevents.NewQueue(qc)
 		if err != nil {
 			return nil, fmt.Errorf("controlconn: host event queue: %w", err)
 		}
-		opts = append(opts, WithHostEvents(q))
+		opts = append(opts, func(o *options) { o.queue, o.queueOwned = q, true })
 		o.queue, own = q, true
 	}
 	cc, err := NewWithConfig(c, opts...)

@@ -80,6 +80,9 @@ func NewRecovery(cfg Config) (*Recovery, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	if co, ok := cfg.Observer.(CapObserver); ok {
+		co.DelayCapSet(cfg.DelayCap)
+	}
 	return &Recovery{
 		policy:      cfg.Policy,
 		delayCap:    cfg.DelayCap,
