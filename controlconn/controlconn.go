@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,6 +141,8 @@ type ControlConnection struct {
 	closeErr    error           // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error // Refresh callers -> run
 	manual      chan struct{}   // cap 1: ReconnectNow -> run
+	probeSem    chan struct{}   // cap probeConcurrency: probes in flight
+	rand        func() float64  // uniform in [0,1): probe jitter (the Recovery has its own)
 	firstUp     chan struct{}   // closed by run on its first connection
 	closing     chan struct{}   // closed by Close
 	ctx         context.Context // canceled by Close; bounds run's and its workers' work
@@ -201,9 +204,14 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 		queue:       o.queue,
 		refreshReqs: make(chan chan error),
 		manual:      make(chan struct{}, 1),
+		probeSem:    make(chan struct{}, probeConcurrency),
 		firstUp:     make(chan struct{}),
 		up:          make(chan struct{}),
 		closing:     make(chan struct{}),
+	}
+	cc.rand = o.rand
+	if cc.rand == nil {
+		cc.rand = rand.Float64
 	}
 	var shuffle func(int, func(int, int))
 	if o.rand != nil {

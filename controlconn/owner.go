@@ -1,6 +1,7 @@
 package controlconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -50,37 +51,45 @@ type running struct {
 
 // owner is run's state; only the run goroutine touches it.
 type owner struct {
-	rec        *reconnect.Recovery // the decision core; driven call for call by run
-	due        *time.Timer         // fires at rec.NextAt()
-	attempt    *running            // nil unless an attempt runs
-	results    chan attemptResult  // cap 1: one attempt at a time, so its sender never blocks
-	cur        *link
-	gen        int  // bumped on every adoption and loss; stale refresh results are dropped
-	refreshing bool // a refresh worker is running
-	dirty      bool // refresh again when the running one ends
-	pending    []chan error
-	inflight   []chan error
-	beliefs    map[string]belief // by hostevents key (host ID, else address)
-	periodic   *time.Timer
-	refreshed  chan refreshResult // cap 1: one worker at a time, so its send never blocks
-	adoptions  int                // connections adopted so far; probes start from the second
-	statusSeq  map[string]uint64  // by host ID: STATUS_CHANGE events applied, to tell stale probes
-	probed     chan probeResult   // probe workers -> run
+	rec           *reconnect.Recovery // the decision core; driven call for call by run
+	due           *time.Timer         // fires at rec.NextAt()
+	attempt       *running            // nil unless an attempt runs
+	results       chan attemptResult  // cap 1: one attempt at a time, so its sender never blocks
+	cur           *link
+	gen           int  // bumped on every adoption and loss; stale refresh results are dropped
+	refreshing    bool // a refresh worker is running
+	dirty         bool // refresh again when the running one ends
+	pending       []chan error
+	inflight      []chan error
+	beliefs       map[string]belief // by hostevents key (host ID, else address)
+	periodic      *time.Timer
+	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
+	adoptions     int                     // connections adopted so far
+	statusSeq     map[string]uint64       // by host ID: reported states applied, to tell stale probes
+	probes        []scheduledProbe        // by time: the probes of the current connection still to start
+	probeTimer    *time.Timer             // fires at probes[0].at
+	reported      map[string]bool         // host IDs reported on since the current connection was adopted
+	pendingStates map[string]pendingState // statuses of hosts the snapshot does not list yet
+	probed        chan probeResult        // probe workers -> run
 }
 
 func (cc *ControlConnection) newOwner() *owner {
 	o := &owner{
-		rec:       cc.rec,
-		due:       time.NewTimer(time.Hour),
-		results:   make(chan attemptResult, 1),
-		beliefs:   map[string]belief{},
-		periodic:  time.NewTimer(time.Hour),
-		refreshed: make(chan refreshResult, 1),
-		statusSeq: map[string]uint64{},
-		probed:    make(chan probeResult),
+		rec:           cc.rec,
+		due:           time.NewTimer(time.Hour),
+		results:       make(chan attemptResult, 1),
+		beliefs:       map[string]belief{},
+		periodic:      time.NewTimer(time.Hour),
+		refreshed:     make(chan refreshResult, 1),
+		statusSeq:     map[string]uint64{},
+		probeTimer:    time.NewTimer(time.Hour),
+		reported:      map[string]bool{},
+		pendingStates: map[string]pendingState{},
+		probed:        make(chan probeResult),
 	}
 	o.due.Stop()
 	o.periodic.Stop()
+	o.probeTimer.Stop()
 	return o
 }
 
@@ -92,6 +101,7 @@ func (cc *ControlConnection) run() {
 	o := cc.newOwner()
 	defer o.due.Stop()
 	defer o.periodic.Stop()
+	defer o.probeTimer.Stop()
 	var batches <-chan hostevents.Batch
 	if cc.queue != nil {
 		batches = cc.queue.Batches()
@@ -104,9 +114,12 @@ func (cc *ControlConnection) run() {
 		if o.cur != nil {
 			events, overflow, lost = o.cur.Events(), o.cur.Overflow(), o.cur.Done()
 		}
-		var due <-chan time.Time
+		var due, probe <-chan time.Time
 		if !o.rec.NextAt().IsZero() {
 			due = o.due.C
+		}
+		if len(o.probes) > 0 {
+			probe = o.probeTimer.C
 		}
 		select {
 		case <-cc.closing:
@@ -137,6 +150,8 @@ func (cc *ControlConnection) run() {
 			cc.wantRefresh(o)
 		case r := <-o.refreshed:
 			cc.onRefreshed(o, r)
+		case <-probe:
+			cc.dueProbes(o)
 		case r := <-o.probed:
 			cc.onProbed(o, r)
 		}
@@ -272,6 +287,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	l.since = time.Now()
 	changes, err := cc.store.Refresh(l.tables)
 	cc.obs.Refreshed(l.readTook, len(changes), err)
+	cc.applyPending(o)
 	if err != nil {
 		cc.log.Error("metadata of the new connection rejected", "addr", l.ep.Addr, "err", err)
 	}
@@ -279,6 +295,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 		cc.log.Debug("peer skipped", "peer", s.Peer, "err", s.Err)
 	}
 	cc.pubMu.Lock()
+	cc.status = o.rec.Status() // connected, with l, before anyone waiting is woken
 	cc.cur = l
 	close(cc.up)
 	cc.pubMu.Unlock()
@@ -291,9 +308,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	cc.resetPeriodic(o)
 	cc.maybeRefresh(o)
 	o.adoptions++
-	if o.adoptions > 1 {
-		cc.startProbes(o, l) // states carried over from before the loss may be stale
-	}
+	cc.scheduleProbes(o, l) // no event reached us while away (or before the first connection)
 }
 
 // lose handles the loss of the current connection: requests it was serving wait for the next,
@@ -308,7 +323,10 @@ func (cc *ControlConnection) lose(o *owner) {
 	o.pending = append(o.inflight, o.pending...)
 	o.inflight = nil
 	o.periodic.Stop()
+	o.probes = o.probes[:0]
+	o.probeTimer.Stop()
 	cc.pubMu.Lock()
+	cc.status = o.rec.Status()
 	cc.cur = nil
 	cc.up = make(chan struct{})
 	cc.pubMu.Unlock()
@@ -382,6 +400,7 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 	if err != nil {
 		cc.log.Warn("metadata refresh rejected", "err", err)
 	}
+	cc.applyPending(o)
 	for _, s := range r.skipped {
 		cc.log.Debug("peer skipped", "peer", s.Peer, "err", s.Err)
 	}
@@ -403,17 +422,8 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 			return
 		}
 		up := e.ChangeType == primitive.StatusChangeTypeUp
-		if snap := cc.store.Current(); snap != nil {
-			if h, err := snap.HostByAddr(e.Address.Addr, int(e.Address.Port)); err == nil {
-				o.statusSeq[h.HostID()]++ // newer than any probe in flight
-			}
-		}
-		_, err := cc.store.ApplyStatus(e.Address.Addr, int(e.Address.Port), up)
-		switch {
-		case errors.Is(err, metadata.ErrUnknownHost):
-			cc.wantRefresh(o)
-		case err != nil:
-			cc.log.Warn("status event not applied", "addr", e.Address, "err", err)
+		if cc.reportState(o, pendingState{ip: e.Address.Addr, port: int(e.Address.Port), up: up}) {
+			cc.wantRefresh(o) // applied once the refresh lists the host
 		}
 		kind := hostevents.KindDown
 		if up {
@@ -482,6 +492,10 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		hint := e.HostID
 		if hint == "" {
 			hint = ep.Addr
+		}
+		if (e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown) && e.Source != hostevents.SourceControl {
+			// The session's word on a host (our own events are applied as they arrive).
+			cc.reportState(o, pendingState{hostID: e.HostID, ip: e.Addr, port: cmp.Or(e.Port, cc.cfg.Port), up: e.Kind == hostevents.KindUp})
 		}
 		switch e.Kind {
 		case hostevents.KindUp:
