@@ -74,6 +74,8 @@ type ConnConfig struct {
 	OnHeartbeat func(ep Endpoint, rtt time.Duration, err error)
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
+
+	hostInfos *hostInfoCache // gocql's own HostInfos (set by New); nil: built from the endpoint
 }
 
 // Defaults of ConnConfig (and of the matching Cadence fields).
@@ -239,7 +241,7 @@ func dialVersion(ctx context.Context, ep Endpoint, cfg ConnConfig, v primitive.P
 // dialTransport opens the byte stream: HostDialer if set, else Dialer (+TLS).
 func dialTransport(ctx context.Context, ep Endpoint, cfg ConnConfig) (net.Conn, error) {
 	if cfg.HostDialer != nil {
-		host, err := hostInfo(ep)
+		host, err := cfg.hostInfoFor(ep)
 		if err != nil {
 			return nil, &ConnError{Class: ClassRetryable, Addr: ep.Addr, Op: "dial", Err: err}
 		}
@@ -384,7 +386,7 @@ func (c *Conn) authenticate(ctx context.Context, m *message.Authenticate) error 
 	}
 	auth := c.cfg.Authenticator
 	if c.cfg.AuthProvider != nil {
-		h, err := hostInfo(c.ep)
+		h, err := c.cfg.hostInfoFor(c.ep)
 		if err != nil {
 			return authErr(err)
 		}

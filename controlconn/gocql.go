@@ -26,7 +26,10 @@ import (
 // SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
 // AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
 // cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
-// WithQueueConfig) and closes on Close, unless WithHostEvents passes one.
+// WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
+// cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
+// gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
+// a contact point given as a DNS name).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
 	c, err := ConfigFromGocql(cfg, cadence)
 	if err != nil {
@@ -58,6 +61,9 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	cc.ownQueue = own
 	hostevents.Install(cfg, o.queue)
+	cache := &hostInfoCache{next: cfg.ConnectObserver}
+	cfg.ConnectObserver = cache
+	cc.connCfg.hostInfos = cache
 	return cc, nil
 }
 
