@@ -177,3 +177,38 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 		assert.Equal(t, reconnect.SuppressClosed, v.suppressed[len(v.suppressed)-1])
 	})
 }
+
+// On a long outage the blind schedule is at its cap, so only evidence can bring the control
+// connection back promptly: the 1–3 s restarts of the integration suite pass on the blind
+// schedule alone and prove nothing about it. Here the next blind attempt is at least 20 s
+// away when gocql reports a host up; the connection is back one queue window later.
+func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+		require.NoError(t, err)
+		defer q.Close()
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q)) // the default cadence
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+		c.StopAll()
+		time.Sleep(10 * time.Minute)
+		for cc.Status().State != reconnect.StateScheduled || time.Until(cc.Status().NextAttemptAt) < 20*time.Second {
+			time.Sleep(time.Second) // until just after a blind attempt failed
+		}
+		next := cc.Status().NextAttemptAt
+
+		c.StartAll()
+		m := c.Member(2)
+		evidenceAt := time.Now()
+		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		_, err = cc.WaitConnected(context.Background())
+		require.NoError(t, err)
+		took := time.Since(evidenceAt)
+		t.Logf("10 min outage: back %v after the evidence; the blind attempt was due %v after it", took, next.Sub(evidenceAt))
+		assert.Equal(t, hostevents.DefaultWindow, took, "one queue window")
+		assert.GreaterOrEqual(t, next.Sub(evidenceAt), 20*time.Second)
+	})
+}
