@@ -150,3 +150,45 @@ func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(1).HostID), "a refused connect does")
 	})
 }
+
+// A full-cluster restart after which one node stays down: subscribers get exactly that
+// node's host_down, and nothing about the nodes that are up as before. (A contract test: the
+// probes after a reconnect did this before this change too.)
+func TestFullRestartDeliversWhatChangedToSubscribers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+		served := nodeNumber(c, connectedHost(t, cc))
+		stays := 1 + served%3 // a node other than the control node
+		sub, _, err := cc.Subscribe(64)
+		require.NoError(t, err)
+
+		c.StopAll()
+		time.Sleep(5 * time.Second)
+		for _, m := range c.Members() {
+			if m.N != stays {
+				c.Start(m.N)
+			}
+		}
+		_, err = cc.WaitConnected(context.Background())
+		require.NoError(t, err)
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		var got []string
+		for done := false; !done; {
+			select {
+			case ch := <-sub.C():
+				if ch.Kind == metadata.HostDown || ch.Kind == metadata.HostUp {
+					got = append(got, string(ch.Kind)+" "+ch.Host.HostID())
+				}
+			default:
+				done = true
+			}
+		}
+		assert.Equal(t, []string{string(metadata.HostDown) + " " + c.Member(stays).HostID}, got)
+	})
+}
