@@ -46,19 +46,7 @@ func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(2).HostID), "found down by its probe")
 		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(3).HostID))
-		var downs int
-		for {
-			select {
-			case ch := <-sub.C():
-				if ch.Kind == metadata.HostDown && ch.Host.HostID() == c.Member(2).HostID {
-					downs++
-				}
-				continue
-			default:
-			}
-			break
-		}
-		assert.Equal(t, 1, downs, "subscribers got the host_down")
+		assert.Equal(t, []string{"host_down " + c.Member(2).HostID}, upDowns(sub), "subscribers got the host_down")
 	})
 }
 
@@ -88,9 +76,7 @@ func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer c.Close()
-		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
-		require.NoError(t, err)
-		defer q.Close()
+		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
 		defer cc.Close()
 		startCC(t, cc)
@@ -178,17 +164,22 @@ func TestFullRestartDeliversWhatChangedToSubscribers(t *testing.T) {
 		require.NoError(t, err)
 		time.Sleep(probeSpread)
 		synctest.Wait()
-		var got []string
-		for done := false; !done; {
-			select {
-			case ch := <-sub.C():
-				if ch.Kind == metadata.HostDown || ch.Kind == metadata.HostUp {
-					got = append(got, string(ch.Kind)+" "+ch.Host.HostID())
-				}
-			default:
-				done = true
-			}
-		}
-		assert.Equal(t, []string{string(metadata.HostDown) + " " + c.Member(stays).HostID}, got)
+		assert.Equal(t, []string{"host_down " + c.Member(stays).HostID}, upDowns(sub))
 	})
+}
+
+// upDowns drains what sub has received and returns its host_up and host_down changes as
+// "kind host-id", in order.
+func upDowns(sub *metadata.Subscription) []string {
+	var got []string
+	for {
+		select {
+		case ch := <-sub.C():
+			if ch.Kind == metadata.HostDown || ch.Kind == metadata.HostUp {
+				got = append(got, string(ch.Kind)+" "+ch.Host.HostID())
+			}
+		default:
+			return got
+		}
+	}
 }

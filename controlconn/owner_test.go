@@ -104,9 +104,7 @@ func blackholedOutage(t *testing.T, cad Cadence, opts ...Option) (*memcluster.Cl
 
 func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
-		require.NoError(t, err)
-		defer q.Close()
+		q := testQueue(t)
 		cad := Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}, ConnectTimeout: 5 * time.Second}
 		c, cc := blackholedOutage(t, cad, WithHostEvents(q))
 		defer c.Close()
@@ -186,9 +184,7 @@ func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer c.Close()
-		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
-		require.NoError(t, err)
-		defer q.Close()
+		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q)) // the default cadence
 		defer cc.Close()
 		startCC(t, cc)
@@ -204,11 +200,20 @@ func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 		m := c.Member(2)
 		evidenceAt := time.Now()
 		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
-		_, err = cc.WaitConnected(context.Background())
+		_, err := cc.WaitConnected(context.Background())
 		require.NoError(t, err)
 		took := time.Since(evidenceAt)
 		t.Logf("10 min outage: back %v after the evidence; the blind attempt was due %v after it", took, next.Sub(evidenceAt))
 		assert.Equal(t, hostevents.DefaultWindow, took, "one queue window")
 		assert.GreaterOrEqual(t, next.Sub(evidenceAt), 20*time.Second)
 	})
+}
+
+// testQueue is a host-event queue with the default config, closed when the test ends.
+func testQueue(t *testing.T) *hostevents.Queue {
+	t.Helper()
+	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = q.Close() })
+	return q
 }
