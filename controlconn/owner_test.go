@@ -20,6 +20,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -216,4 +217,25 @@ func testQueue(t *testing.T) *hostevents.Queue {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Close() })
 	return q
+}
+
+// A host has one ConnectTimeout for everything: here every connection's first answer comes
+// after 3 s and the node speaks only v3, so negotiating (v4 rejected, then v3) takes 6 s.
+// With a timeout per protocol version, as before, the host held the attempt 6 s with a 5 s
+// ConnectTimeout (this test failed); now it gives up at 5 s.
+func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		node := &memcluster.Node{MaxVersion: primitive.ProtocolVersion3, FirstDelay: 3 * time.Second}
+		defer node.Close()
+		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
+		cc, err := NewWithConfig(cfg)
+		require.NoError(t, err)
+		defer cc.Close()
+		start := time.Now()
+		_, err = cc.dialHost(context.Background(), Endpoint{Addr: "10.0.0.1:9042"})
+		took := time.Since(start)
+		assert.Error(t, err)
+		assert.Equal(t, ClassRetryable, Classify(err))
+		assert.Equal(t, 5*time.Second, took, "the host's one deadline")
+	})
 }
