@@ -30,7 +30,10 @@ import (
 // SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
 // AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
 // cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
-// WithQueueConfig) and closes on Close, unless WithHostEvents passes one.
+// WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
+// cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
+// gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
+// a contact point given as a DNS name).
 //
 // A session created from cfg before New never reports to the ControlConnection, whose recovery
 // then follows the blind schedule only: when the first connection is up and no session has
@@ -40,7 +43,12 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	if err != nil {
 		return nil, err
 	}
-	return newWithListener(c, func(q *hostevents.Queue) { hostevents.Install(cfg, q) }, true, opts...)
+	return newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
+		hostevents.Install(cfg, q)
+		cache := &hostInfoCache{next: cfg.ConnectObserver}
+		cfg.ConnectObserver = cache
+		cc.connCfg.hostInfos = cache
+	}, true, opts...)
 }
 
 // NewWithListener is New for a driver configuration already translated into c: it builds the
@@ -52,23 +60,27 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 // Unlike New it cannot tell whether a session was created after it (the order warning of New),
 // since only the driver's listener knows.
 func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
-	return newWithListener(c, install, false, opts...)
+	return newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
 }
 
 // newWithListener is NewWithListener; sessionCheck adds New's session-order warning, which
 // counts the sessions that initialised a policy wrapped by hostevents.Install.
-func newWithListener(c Config, install func(*hostevents.Queue), sessionCheck bool, opts ...Option) (*ControlConnection, error) {
+func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queue), sessionCheck bool, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	own := false
 	if o.queue == nil {
-		q, err := hostevents.NewQueue(o.queueConfig)
+		var qc hostevents.QueueConfig
+		if o.queueConfig != nil {
+			qc = *o.queueConfig
+		}
+		q, err := hostevents.NewQueue(qc)
 		if err != nil {
 			return nil, fmt.Errorf("controlconn: host event queue: %w", err)
 		}
-		opts = append(opts, WithHostEvents(q))
+		opts = append(opts, func(o *options) { o.queue, o.queueOwned = q, true })
 		o.queue, own = q, true
 	}
 	if sessionCheck {
@@ -83,7 +95,7 @@ func newWithListener(c Config, install func(*hostevents.Queue), sessionCheck boo
 		return nil, err
 	}
 	cc.ownQueue = own
-	install(o.queue)
+	install(cc, o.queue)
 	return cc, nil
 }
 

@@ -217,6 +217,17 @@ func (c *Cluster) SetCredentials(user, pass string) {
 	c.credMu.Unlock()
 }
 
+// upForQuorum returns how many member nodes are up and how many make a quorum of them.
+func (c *Cluster) upForQuorum() (up, quorum int) {
+	nodes := c.Nodes()
+	for _, n := range nodes {
+		if n.Up() {
+			up++
+		}
+	}
+	return up, len(nodes)/2 + 1
+}
+
 func (c *Cluster) credentials() (user, pass string, required bool) {
 	c.credMu.RLock()
 	defer c.credMu.RUnlock()

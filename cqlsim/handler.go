@@ -160,6 +160,12 @@ func (c *serverConn) authResponse(m *message.AuthResponse) (message.Message, err
 	}
 	user, pass := string(parts[1]), string(parts[2])
 	wantUser, wantPass, required := c.node.c.credentials()
+	if required && c.node.c.cfg.AuthQuorum {
+		if up, quorum := c.node.c.upForQuorum(); up < quorum {
+			return nil, &requestError{&message.AuthenticationError{ErrorMessage: fmt.Sprintf(
+				"Unable to perform authentication: Cannot achieve consistency level QUORUM (%d of %d required replicas alive)", up, quorum)}}
+		}
+	}
 	if required && (user != wantUser || pass != wantPass) {
 		return nil, &requestError{&message.AuthenticationError{
 			ErrorMessage: "Provided username " + user + " and/or password are incorrect"}}

@@ -1,6 +1,7 @@
 package hostevents
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -44,20 +45,30 @@ func (c QueueConfig) WithDefaults() QueueConfig {
 	return c
 }
 
-// Validate reports a configuration error, judging zero fields by their defaults.
+// ErrInvalidQueueConfig is wrapped by every QueueConfig validation error.
+var ErrInvalidQueueConfig = errors.New("hostevents: invalid queue config")
+
+// Validate reports every invalid field, judging zero fields by their defaults. All errors
+// wrap ErrInvalidQueueConfig.
 func (c QueueConfig) Validate() error {
 	c = c.WithDefaults()
-	switch {
-	case c.Window < 0:
-		return fmt.Errorf("hostevents: Window %v is negative", c.Window)
-	case c.MaxWait < 0:
-		return fmt.Errorf("hostevents: MaxWait %v is negative", c.MaxWait)
-	case c.MaxWait < c.Window:
-		return fmt.Errorf("hostevents: MaxWait %v is shorter than Window %v", c.MaxWait, c.Window)
-	case c.MaxHosts < 0:
-		return fmt.Errorf("hostevents: MaxHosts %d is negative", c.MaxHosts)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidQueueConfig}, args...)...))
 	}
-	return nil
+	if c.Window < 0 {
+		bad("Window %v is negative", c.Window)
+	}
+	if c.MaxWait < 0 {
+		bad("MaxWait %v is negative", c.MaxWait)
+	}
+	if c.Window >= 0 && c.MaxWait >= 0 && c.MaxWait < c.Window {
+		bad("MaxWait %v is shorter than Window %v", c.MaxWait, c.Window)
+	}
+	if c.MaxHosts < 0 {
+		bad("MaxHosts %d is negative", c.MaxHosts)
+	}
+	return errors.Join(errs...)
 }
 
 // QueueObserver sees every event pushed: each is Received, then at most one of Coalesced
