@@ -3,16 +3,25 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race vet lint bench fuzz soak demo sim image clean
+.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak demo sim image clean
 
-# The test command from the README: vet, then every test with the race detector.
-test: vet race
+# The test command from the README: vet, then every test with the race detector, then the
+# allocation tests again without it (the race detector's instrumentation allocates, so they
+# skip themselves under -race), then the same for the gocqlv2 module.
+test: vet race allocs gocqlv2
 
 vet:
 	$(GO) vet $(PKGS)
 
 race:
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+allocs:
+	$(GO) test -count=1 -run 'DoesNotAllocate' ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/
+
+# The gocqlv2 module (apache gocql v2) has its own go.mod, so ./... above does not reach it.
+gocqlv2:
+	cd gocqlv2 && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 30m ./...
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

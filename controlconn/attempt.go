@@ -9,14 +9,10 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
-// attempt is the reconnect.AttemptFunc: plan, staggered dials, first metadata read.
-// It runs on the handler's attempt goroutine.
-func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt) (*link, error) {
+// attempt is one connection attempt: plan, staggered dials, first metadata read. It runs on
+// its own goroutine; run sends it the hosts evidenced while it runs, dialled at once.
+func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, error) {
 	hosts := *cc.planHosts.Load()
-	if prev := cc.lastWon.Load(); prev != nil && prev.Err() != nil {
-		// Its loss is why we are here (run may not have seen it yet): dial it after the others.
-		cc.planner.Suspect(prev.ep.Addr, time.Now())
-	}
 	plan := cc.planner.Plan(time.Now(), PlanInput{
 		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed,
 	})
@@ -31,7 +27,7 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt) (
 		return cc.planner.Admit(time.Now(), plan, contacts, hosts)
 	}
 	cc.log.Debug("attempt", "recovery", a.Recovery, "n", a.N, "rearmed", a.ReArmed, "reason", a.Reason, "hint", a.Hint, "plan", len(head))
-	l, err := staggerDial(ctx, head, tail, cc.cad.StaggerDelay, cc.dialHost, cc.dialDone)
+	l, err := staggerDial(ctx, head, tail, evidence, cc.cad.StaggerDelay, cc.dialHost, cc.dialDone)
 	if err != nil {
 		if Classify(err).Permanent() {
 			cc.log.Error("control connection attempt failed permanently", "class", Classify(err), "err", err)
@@ -39,23 +35,24 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt) (
 		}
 		return nil, err
 	}
-	cc.lastWon.Store(l)
 	return l, nil
 }
 
 // dialHost dials one host and reads its metadata: a host that connects but cannot serve the
-// system tables loses the race like one that does not answer.
+// system tables loses the race like one that does not answer. The host gets one deadline,
+// ConnectTimeout, for all of it (every protocol version tried and the metadata read), so an
+// unresponsive host holds an attempt no longer than that.
 func (cc *ControlConnection) dialHost(ctx context.Context, ep Endpoint) (*link, error) {
 	cc.obs.DialStarted(ep)
+	ctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
+	defer cancel()
 	c, err := Dial(ctx, ep, cc.connCfg)
 	if err != nil {
 		return nil, err
 	}
-	l := &link{Conn: c, ep: ep}
-	rctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
-	defer cancel()
+	l := &link{Conn: c, ep: ep, gone: make(chan struct{})}
 	readStart := time.Now()
-	l.tables, l.skipped, err = readTables(rctx, c, cc.cfg.Port, &l.peers)
+	l.tables, l.skipped, err = readTables(ctx, c, cc.cfg.Port, &l.peers)
 	l.readTook = time.Since(readStart)
 	if err == nil {
 		_, err = metadata.NewSnapshot(l.tables) // validate now: a bad read must not count as connected
@@ -89,8 +86,5 @@ func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration
 	}
 }
 
-// Both satisfy reconnect.Conn: a bare Conn for users of Dial, a link for the handler.
-var (
-	_ reconnect.Conn = (*Conn)(nil)
-	_ reconnect.Conn = (*link)(nil)
-)
+// A bare Conn satisfies reconnect.Conn, for users of Dial who run their own reconnect.Handler.
+var _ reconnect.Conn = (*Conn)(nil)

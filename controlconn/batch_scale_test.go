@@ -65,7 +65,7 @@ func onBatchTime(t testing.TB, n int) time.Duration {
 	_, up := manyHosts(n, hostevents.KindUp)
 	best := time.Duration(1<<63 - 1)
 	for range 5 {
-		o := &owner{beliefs: map[string]belief{}}
+		o := cc.newOwner()
 		cc.onBatch(o, added) // the hosts become known
 		for _, h := range *cc.planHosts.Load() {
 			cc.planner.DialFailed(h.Addr, time.Now())

@@ -21,12 +21,12 @@ var ErrInvalidCadence = errors.New("controlconn: invalid cadence")
 // default, so Cadence{} is the documented default cadence:
 //
 //	Policy                  reconnect.DefaultPolicy(): 1 s, ×1.15 per failure, up to 30 s, ±10 % jitter
-//	DelayCap                30 s   (no blind wait is longer; also the floor after a non-retryable error)
+//	DelayCap                30 s   (blind attempts start at most this far apart; the floor after a non-retryable error)
 //	MinReArmInterval        500 ms (at most two evidence-driven attempts a second)
 //	StableAfter             10 s   (a connection lost sooner is a flap and keeps the backoff)
 //	HeartbeatInterval       30 s   (negative disables heartbeats)
 //	HeartbeatTimeout        5 s    (a silent connection is lost within interval + timeout = 35 s)
-//	ConnectTimeout          5 s    (per host: TCP + TLS + handshake; the first metadata read again)
+//	ConnectTimeout          5 s    (per host, one deadline: TCP + TLS + handshake + first metadata read)
 //	StaggerDelay            200 ms (a blackholed host delays recovery by at most this)
 //	LocalDC                 ""     (no data-center preference)
 //	MetadataRefreshInterval 60 s   (periodic refresh on the same connection; negative disables)

@@ -64,7 +64,9 @@ type ConnConfig struct {
 	// HeartbeatTimeout bounds one heartbeat; default 5 s. A silent connection is declared lost
 	// at most HeartbeatInterval + HeartbeatTimeout after it went silent.
 	HeartbeatTimeout time.Duration
-	// WriteTimeout bounds one frame write when the request context has no deadline; default 10 s.
+	// WriteTimeout bounds one frame write, whatever the request's context: a deadline of the
+	// caller never reaches the socket (a frame cut short would end the connection); the
+	// context bounds only the wait to write and the wait for the reply. Default 10 s.
 	WriteTimeout time.Duration
 	// Events lists the event types to REGISTER for; nil registers TOPOLOGY_CHANGE,
 	// STATUS_CHANGE and SCHEMA_CHANGE, an empty non-nil slice registers nothing.
@@ -80,6 +82,8 @@ type ConnConfig struct {
 	OnDroppedReply func(ep Endpoint, stream int16)
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
+
+	hostInfos *hostInfoCache // gocql's own HostInfos (set by New); nil: built from the endpoint
 }
 
 // Defaults of ConnConfig (and of the matching Cadence fields).
@@ -158,7 +162,10 @@ type Conn struct {
 	done     chan struct{}      // closed once by shutdown
 	wg       sync.WaitGroup     // reader + heartbeat goroutines
 
-	writeMu sync.Mutex // serialises frame writes (request goroutines and heartbeat)
+	// writeSem (cap 1) serialises frame writes of request goroutines and the heartbeat. It is a
+	// channel so that a writer waits for it only as long as its context allows: a write stuck
+	// on a peer that stopped reading cannot hold the heartbeat past its timeout.
+	writeSem chan struct{}
 
 	mu      sync.Mutex         // guards the fields below
 	streams map[int16]chan any // in-flight stream ID -> cap-1 reply channel (*frame.Frame or error)
@@ -254,7 +261,7 @@ func dialVersion(ctx context.Context, ep Endpoint, cfg ConnConfig, v primitive.P
 // dialTransport opens the byte stream: HostDialer if set, else Dialer (+TLS).
 func dialTransport(ctx context.Context, ep Endpoint, cfg ConnConfig) (net.Conn, error) {
 	if cfg.HostDialer != nil {
-		host, err := hostInfo(ep)
+		host, err := cfg.hostInfoFor(ep)
 		if err != nil {
 			return nil, &ConnError{Class: ClassRetryable, Addr: ep.Addr, Op: "dial", Err: err}
 		}
@@ -311,6 +318,7 @@ func newConn(nc net.Conn, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersi
 		overflow: make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		streams:  make(map[int16]chan any),
+		writeSem: make(chan struct{}, 1),
 		next:     1,
 	}
 	c.wg.Add(1)
@@ -369,7 +377,7 @@ func (c *Conn) handshakeErr(op string, err error, first bool) error {
 			}
 			return &ConnError{Class: ClassProtocol, Addr: c.ep.Addr, Op: op, Err: err}
 		case primitive.ErrorCodeAuthenticationError:
-			return &ConnError{Class: ClassAuth, Addr: c.ep.Addr, Op: op, Err: err}
+			return &ConnError{Class: authClass(se.Message), Addr: c.ep.Addr, Op: op, Err: err}
 		}
 		return &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: op, Err: err}
 	}
@@ -395,7 +403,7 @@ func (c *Conn) authenticate(ctx context.Context, m *message.Authenticate) error 
 	}
 	auth := c.cfg.Authenticator
 	if c.cfg.AuthProvider != nil {
-		h, err := hostInfo(c.ep)
+		h, err := c.cfg.hostInfoFor(c.ep)
 		if err != nil {
 			return authErr(err)
 		}
@@ -439,7 +447,18 @@ func (c *Conn) authenticate(ctx context.Context, m *message.Authenticate) error 
 
 // Do sends req and waits for its response, bounded by ctx. An ERROR response is returned as
 // *ServerError. If ctx ends first the stream stays reserved until the late answer arrives.
+// ctx never harms the connection: it is checked before anything is written, bounds the wait
+// for the write lock and for the reply, and the write itself has the fixed WriteTimeout.
 func (c *Conn) Do(ctx context.Context, req message.Message) (message.Message, error) {
+	return c.do(ctx, req, false)
+}
+
+// do is Do; a heartbeat's write is also bounded by the heartbeat's own deadline, since a
+// connection that cannot take a heartbeat within its timeout is lost.
+func (c *Conn) do(ctx context.Context, req message.Message, heartbeat bool) (message.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	id, reply, err := c.reserve()
 	if err != nil {
 		return nil, err
@@ -450,7 +469,10 @@ func (c *Conn) Do(ctx context.Context, req message.Message) (message.Message, er
 		c.release(id)
 		return nil, fmt.Errorf("controlconn: encode %v: %w", req, err)
 	}
-	if err := c.write(ctx, buf.Bytes()); err != nil {
+	if err := c.write(ctx, buf.Bytes(), heartbeat); err != nil {
+		if ctx.Err() != nil && c.Err() == nil { // not written: the stream is free again
+			c.release(id)
+		}
 		return nil, err
 	}
 	select {
@@ -498,14 +520,22 @@ func (c *Conn) release(id int16) {
 	delete(c.streams, id)
 }
 
-// write sends one encoded frame. A failed or timed-out write leaves the stream in an unknown
-// state, so it ends the connection.
-func (c *Conn) write(ctx context.Context, b []byte) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(c.cfg.WriteTimeout)
+// write sends one encoded frame. Waiting for the write lock is bounded by ctx (its end is
+// returned and harms nothing); the write has the fixed WriteTimeout (or, for a heartbeat, its
+// own deadline if sooner). A failed or timed-out write leaves the stream in an unknown state,
+// so it ends the connection.
+func (c *Conn) write(ctx context.Context, b []byte, heartbeat bool) error {
+	select {
+	case c.writeSem <- struct{}{}:
+	case <-c.done:
+		return c.Err()
+	case <-ctx.Done():
+		return ctx.Err() // nothing written; for a heartbeat, a timeout
+	}
+	defer func() { <-c.writeSem }()
+	deadline := time.Now().Add(c.cfg.WriteTimeout)
+	if d, ok := ctx.Deadline(); heartbeat && ok && d.Before(deadline) {
+		deadline = d
 	}
 	_ = c.nc.SetWriteDeadline(deadline)
 	if _, err := c.nc.Write(b); err != nil {
@@ -597,7 +627,7 @@ func (c *Conn) heartbeat() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HeartbeatTimeout)
 		start := time.Now()
-		_, err := c.Do(ctx, &message.Options{})
+		_, err := c.do(ctx, &message.Options{}, true)
 		cancel()
 		rtt := time.Since(start)
 		if err != nil && c.Err() == nil {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +75,8 @@ type options struct {
 	reconnObs   reconnect.Observer
 	resolver    Resolver
 	queue       *hostevents.Queue
-	queueConfig hostevents.QueueConfig
+	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
+	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
 }
 
@@ -98,47 +100,60 @@ func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r 
 // ownership of a queue it passes: Close does not close it.
 func WithHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
 
-// WithQueueConfig configures the queue New creates (ignored with WithHostEvents).
-func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = c } }
+// WithQueueConfig configures the queue New creates. Together with WithHostEvents (whose queue
+// is configured already) it is an error.
+func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
+
+// ErrConflictingOptions is returned by New and NewWithConfig for options that cannot be
+// used together.
+var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 
 // WithRand sets the source of jitter and host shuffling, uniform in [0,1) (tests).
 func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } }
 
-// ControlConnection is the control connection: it keeps one connection up through a
-// reconnect.Handler, publishes metadata to subscribers and answers control requests.
+// ControlConnection is the control connection: it keeps one connection up, driving a
+// reconnect.Recovery, publishes metadata to subscribers and answers control requests.
 //
-// One goroutine (run) owns the current connection, its events, metadata refreshes and the
-// host beliefs; the handler's attempt goroutine reads what run publishes through atomics;
-// callers talk to run through channels, or use the current connection directly for queries.
+// One goroutine (run) owns the connection's lifecycle: the Recovery, the attempt in flight,
+// the current connection, its events, metadata refreshes and the host beliefs. The attempt
+// goroutine reads what run publishes through an atomic; callers talk to run through channels,
+// read what it publishes under pubMu, or use the current connection directly for queries.
 type ControlConnection struct {
-	cfg      Config  // defaults applied
-	cad      Cadence // cfg.Cadence with defaults
-	connCfg  ConnConfig
-	log      *slog.Logger
-	obs      Observer
-	handler  *reconnect.Handler[*link]
-	planner  *Planner
-	store    *metadata.Store
-	resolver Resolver
-	queue    *hostevents.Queue // nil: no host events
-	ownQueue bool              // created by New: closed by Close
+	cfg       Config  // defaults applied
+	cad       Cadence // cfg.Cadence with defaults
+	connCfg   ConnConfig
+	log       *slog.Logger
+	obs       Observer
+	rec       *reconnect.Recovery // owned by run (by Close if run never started)
+	planner   *Planner
+	store     *metadata.Store
+	resolver  Resolver
+	reconnObs reconnect.Observer // the Recovery's observer (ReconnectNow reports to it too)
+	queue     *hostevents.Queue  // nil: no host events
+	ownQueue  bool               // created by New: closed by Close
 
 	planHosts atomic.Pointer[[]PlanHost] // written by run, read by attempts
-	lastWon   atomic.Pointer[link]       // the latest link an attempt yielded (attempt goroutine)
-	current   atomic.Pointer[link]       // the connection run uses; nil while recovering
 	lastLoss  atomic.Pointer[lossInfo]   // written by run
+
+	// pubMu guards what run publishes for callers: written by run only.
+	pubMu  sync.Mutex
+	status reconnect.Status
+	cur    *link         // the connection run uses; nil while recovering
+	up     chan struct{} // closed on adoption, replaced on loss (WaitConnected, Query)
 
 	skipped atomic.Pointer[[]metadata.SkippedPeer] // the latest refresh's; written by run
 	dataObs DataObserver
 
+	closeErr    error           // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error // Refresh callers -> run
+	manual      chan struct{}   // cap 1: ReconnectNow -> run
+	probeSem    chan struct{}   // cap probeConcurrency: probes in flight
+	rand        func() float64  // uniform in [0,1): probe jitter (the Recovery has its own)
 	firstUp     chan struct{}   // closed by run on its first connection
-	upMu        sync.Mutex      // guards up
-	up          chan struct{}   // closed by run on adoption, replaced on loss (WaitConnected)
 	closing     chan struct{}   // closed by Close
 	ctx         context.Context // canceled by Close; bounds run's and its workers' work
 	cancel      context.CancelFunc
-	wg          sync.WaitGroup // run, its link waiter and refresh workers
+	wg          sync.WaitGroup // run, its refresh and probe workers
 
 	lifeMu  sync.Mutex // guards started and closed
 	started bool
@@ -154,6 +169,7 @@ type link struct {
 	peers    atomic.Int32  // which peers table works on this node (written by one refresh at a time)
 	since    time.Time     // set by run on adoption
 	readTook time.Duration // the first metadata read
+	gone     chan struct{} // closed by run once it has handled the loss (waiters move on)
 }
 
 type lossInfo struct {
@@ -170,6 +186,9 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
+		return nil, fmt.Errorf("%w: WithQueueConfig configures the queue New creates; the queue of WithHostEvents is configured already", ErrConflictingOptions)
 	}
 	if o.logger == nil {
 		o.logger = discardLogger
@@ -190,9 +209,15 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 		resolver:    o.resolver,
 		queue:       o.queue,
 		refreshReqs: make(chan chan error),
+		manual:      make(chan struct{}, 1),
+		probeSem:    make(chan struct{}, probeConcurrency),
 		firstUp:     make(chan struct{}),
 		up:          make(chan struct{}),
 		closing:     make(chan struct{}),
+	}
+	cc.rand = o.rand
+	if cc.rand == nil {
+		cc.rand = rand.Float64
 	}
 	var shuffle func(int, func(int, int))
 	if o.rand != nil {
@@ -215,11 +240,12 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	rc := cad.reconnectConfig()
 	rc.Observer = o.reconnObs
 	rc.Rand = o.rand
-	h, err := reconnect.NewHandler(rc, cc.attempt)
+	rec, err := reconnect.NewRecovery(rc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidCadence, err)
 	}
-	cc.handler = h
+	cc.rec, cc.reconnObs = rec, rc.WithDefaults().Observer
+	cc.status = rec.Status()
 	cc.ctx, cc.cancel = context.WithCancel(context.Background())
 	empty := []PlanHost{}
 	cc.planHosts.Store(&empty)
@@ -240,7 +266,6 @@ func (cc *ControlConnection) Start(ctx context.Context) error {
 		cc.started = true
 		cc.wg.Add(1)
 		go cc.run()
-		cc.handler.Start()
 	}
 	cc.lifeMu.Unlock()
 	select {
@@ -267,11 +292,18 @@ func (cc *ControlConnection) Close() error {
 		return nil
 	}
 	cc.closed = true
+	started := cc.started
 	cc.lifeMu.Unlock()
-	close(cc.closing)
 	cc.cancel()
-	err := cc.handler.Close()
+	close(cc.closing)
+	if !started { // no run goroutine: the Recovery is ours
+		cc.rec.Close(time.Now())
+		cc.pubMu.Lock()
+		cc.status = cc.rec.Status()
+		cc.pubMu.Unlock()
+	}
 	cc.wg.Wait()
+	err := cc.closeErr
 	_ = cc.store.Close()
 	if cc.ownQueue {
 		_ = cc.queue.Close()
@@ -300,9 +332,12 @@ type Status struct {
 	SkippedPeers []metadata.SkippedPeer
 }
 
-// Status reports the state of the ControlConnection.
+// Status reports the state of the ControlConnection. It reports connected only once the
+// connection's metadata is published.
 func (cc *ControlConnection) Status() Status {
-	hs := cc.handler.Status()
+	cc.pubMu.Lock()
+	hs, l := cc.status, cc.cur
+	cc.pubMu.Unlock()
 	st := Status{
 		State:          hs.State,
 		ConnectedSince: hs.ConnectedSince,
@@ -313,11 +348,10 @@ func (cc *ControlConnection) Status() Status {
 		LastErrClass:   Classify(hs.LastErr),
 	}
 	if hs.State == reconnect.StateConnected {
-		if l := cc.current.Load(); l != nil {
+		if l != nil {
 			st.Host, st.Version = l.ep, l.version
 		} else {
-			// The handler has the new connection; run has yet to register its metadata and
-			// publish it. Until then, callers see the attempt as still in progress.
+			// Lost, and run is deciding what comes next.
 			st.State = reconnect.StateAttempting
 		}
 	}
@@ -328,45 +362,34 @@ func (cc *ControlConnection) Status() Status {
 	return st
 }
 
+// ReconnectNow tells the ControlConnection that the application has a reason to believe the
+// cluster is back (as gRPC's ResetConnectBackoff): a parked retry is re-armed at once, within
+// the re-arm rate limit (reconnect.ReasonManual). It never blocks; the reconnect observer gets
+// one verdict for each call (suppressed "connected" while the connection is up, "coalesced"
+// when a call is already waiting, "closed" after Close).
+func (cc *ControlConnection) ReconnectNow() {
+	select {
+	case <-cc.closing:
+		cc.reconnObs.ReArmSuppressed(reconnect.ReasonManual, reconnect.SuppressClosed)
+		return
+	default:
+	}
+	select {
+	case cc.manual <- struct{}{}:
+	default:
+		cc.reconnObs.ReArmSuppressed(reconnect.ReasonManual, reconnect.SuppressCoalesced)
+	}
+}
+
 // WaitConnected returns the host in use once a connection is up and its metadata published,
 // waiting (bounded by ctx) during recovery; ErrClosed after Close. Integration tests use it
 // to timestamp recovery.
 func (cc *ControlConnection) WaitConnected(ctx context.Context) (Endpoint, error) {
-	for {
-		cc.upMu.Lock()
-		up := cc.up
-		cc.upMu.Unlock()
-		select {
-		case <-cc.closing:
-			return Endpoint{}, ErrClosed
-		default:
-		}
-		wake := up
-		if l := cc.current.Load(); l != nil {
-			if l.Err() == nil {
-				return l.ep, nil
-			}
-			// Lost, but run has not handled it yet (up is still closed): look again shortly.
-			t := time.NewTimer(5 * time.Millisecond)
-			defer t.Stop()
-			wake = nil
-			select {
-			case <-t.C:
-				continue
-			case <-cc.closing:
-				return Endpoint{}, ErrClosed
-			case <-ctx.Done():
-				return Endpoint{}, ctx.Err()
-			}
-		}
-		select {
-		case <-wake:
-		case <-cc.closing:
-			return Endpoint{}, ErrClosed
-		case <-ctx.Done():
-			return Endpoint{}, ctx.Err()
-		}
+	l, err := cc.waitLink(ctx)
+	if err != nil {
+		return Endpoint{}, err
 	}
+	return l.ep, nil
 }
 
 // Snapshot returns the latest metadata snapshot, nil before the first connection.
@@ -438,27 +461,31 @@ func (cc *ControlConnection) Query(ctx context.Context, cql string, values ...an
 	return l.Query(ctx, cql, values...)
 }
 
-// waitLink returns a live connection, waiting (bounded by ctx) during recovery.
+// waitLink returns a live connection, waiting (bounded by ctx) during recovery. A connection
+// lost whose loss run has yet to handle is waited out on its gone channel, not polled.
 func (cc *ControlConnection) waitLink(ctx context.Context) (*link, error) {
 	for {
-		l, err := cc.handler.Wait(ctx)
-		if errors.Is(err, reconnect.ErrClosed) {
+		select {
+		case <-cc.closing:
 			return nil, ErrClosed
-		}
-		if err != nil {
-			return nil, err
-		}
-		select {
-		case <-l.Done():
 		default:
-			return l, nil
 		}
-		// Lost, but the handler has not noticed yet: it will within a few scheduler ticks.
-		t := time.NewTimer(5 * time.Millisecond)
+		cc.pubMu.Lock()
+		l, wake := cc.cur, cc.up
+		cc.pubMu.Unlock()
+		if l != nil {
+			select {
+			case <-l.Done():
+				wake = l.gone
+			default:
+				return l, nil
+			}
+		}
 		select {
-		case <-t.C:
+		case <-wake:
+		case <-cc.closing:
+			return nil, ErrClosed
 		case <-ctx.Done():
-			t.Stop()
 			return nil, ctx.Err()
 		}
 	}

@@ -74,14 +74,15 @@ type dialResult[C closer] struct {
 
 // staggerDial dials the hosts of a plan with staggered starts: the first at once; the next
 // when the previous has neither finished nor failed within stagger, or at once when it failed.
-// The first dial to complete its handshake wins; the others are cancelled and any that still
+// A host received on evidence (nil for none) is dialled at once, unless its dial is in flight:
+// news that it is up must not wait for the plan's other hosts. The first dial to complete its handshake wins; the others are cancelled and any that still
 // complete are closed, so exactly one connection survives. head is dialled in order, then
 // what tail returns; tail runs concurrently from the start (it may resolve DNS) and may be
 // nil. Cancelling ctx cancels every dial and closes every connection. onResult, if set, is
 // called from this goroutine for every dial that started: err nil for the winner,
 // ErrLostRace for a cancelled or discarded loser.
 func staggerDial[C closer](ctx context.Context, head []Endpoint, tail func(context.Context) []Endpoint,
-	stagger time.Duration, dial func(context.Context, Endpoint) (C, error),
+	evidence <-chan Endpoint, stagger time.Duration, dial func(context.Context, Endpoint) (C, error),
 	onResult func(ep Endpoint, err error, took time.Duration),
 ) (C, error) {
 	var none C
@@ -107,6 +108,7 @@ func staggerDial[C closer](ctx context.Context, head []Endpoint, tail func(conte
 
 	results := make(chan dialResult[C])
 	inflight := 0
+	dialling := map[string]bool{} // addresses with a dial in flight
 	var errs []error
 	wantNext := true // start a dial at the next opportunity
 	timer := time.NewTimer(stagger)
@@ -119,6 +121,7 @@ func staggerDial[C closer](ctx context.Context, head []Endpoint, tail func(conte
 		for inflight > 0 {
 			r := <-results
 			inflight--
+			delete(dialling, r.ep.Addr)
 			if r.err == nil {
 				_ = r.conn.Close()
 			}
@@ -131,6 +134,7 @@ func staggerDial[C closer](ctx context.Context, head []Endpoint, tail func(conte
 			ep := queue[0]
 			queue = queue[1:]
 			inflight++
+			dialling[ep.Addr] = true
 			start := time.Now()
 			go func() {
 				c, err := dial(dialCtx, ep)
@@ -149,8 +153,20 @@ func staggerDial[C closer](ctx context.Context, head []Endpoint, tail func(conte
 			queue = append(queue, more...)
 		case <-timer.C:
 			wantNext = true
+		case ep := <-evidence:
+			if !dialling[ep.Addr] {
+				rest := queue[:0:0]
+				for _, q := range queue {
+					if q.Addr != ep.Addr {
+						rest = append(rest, q)
+					}
+				}
+				queue = append([]Endpoint{ep}, rest...)
+				wantNext = true
+			}
 		case r := <-results:
 			inflight--
+			delete(dialling, r.ep.Addr)
 			if r.err == nil {
 				onResult(r.ep, nil, time.Since(r.start))
 				drain()

@@ -53,7 +53,7 @@ func TestStaggerTwoBlackholedHostsCostOneStaggerEach(t *testing.T) {
 		l.Attach("10.0.0.3:9042", &memcluster.Node{})
 		var res results
 		start := time.Now()
-		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil,
+		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), res.record)
 		require.NoError(t, err)
 		assert.Equal(t, 400*time.Millisecond, time.Since(start), "2 blackholed hosts x 200 ms stagger")
@@ -73,7 +73,7 @@ func TestStaggerFastFirstHostDialsOnlyOne(t *testing.T) {
 		l := memcluster.New(memcluster.Config{})
 		l.Attach("10.0.0.1:9042", &memcluster.Node{})
 		l.Attach("10.0.0.2:9042", &memcluster.Node{})
-		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil,
+		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), nil)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"10.0.0.1:9042"}, l.Dials())
@@ -89,7 +89,7 @@ func TestStaggerRefusedHostMovesOnAtOnce(t *testing.T) {
 		l.Attach("10.0.0.3:9042", &memcluster.Node{})
 		start := time.Now()
 		var res results
-		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil,
+		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), res.record)
 		require.NoError(t, err)
 		assert.Equal(t, time.Duration(0), time.Since(start))
@@ -107,7 +107,7 @@ func TestStaggerExactlyOneSurvivesSimultaneousSuccess(t *testing.T) {
 		l.Attach("10.0.0.2:9042", &memcluster.Node{})
 		var res results
 		start := time.Now()
-		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil,
+		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), res.record)
 		require.NoError(t, err)
 		assert.Equal(t, 200*time.Millisecond, time.Since(start))
@@ -139,7 +139,7 @@ func TestStaggerContextCancelClosesAll(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(450*time.Millisecond, cancel)
 		start := time.Now()
-		c, err := staggerDial(ctx, eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil,
+		c, err := staggerDial(ctx, eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{}), nil)
 		assert.Nil(t, c)
 		assert.ErrorIs(t, err, context.Canceled)
@@ -160,7 +160,7 @@ func TestStaggerTailResolvedLater(t *testing.T) {
 			return eps("10.0.0.9:9042")
 		}
 		start := time.Now()
-		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042"), tail,
+		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042"), tail, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), nil)
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, time.Since(start))
@@ -173,14 +173,14 @@ func TestStaggerAllFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := memcluster.New(memcluster.Config{})
 		l.Attach("10.0.0.2:9042", &memcluster.Node{Username: "u", Password: "p"})
-		_, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil,
+		_, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, ConnConfig{Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "bad"}}), nil)
 		var de *DialError
 		require.ErrorAs(t, err, &de)
 		assert.Len(t, de.Errs, 2)
 		assert.Equal(t, ClassAuth, Classify(err), "refused does not count; the host that answered rejected auth")
 
-		_, err = staggerDial(context.Background(), nil, nil, 200*time.Millisecond, dialVia(l, ConnConfig{}), nil)
+		_, err = staggerDial(context.Background(), nil, nil, nil, 200*time.Millisecond, dialVia(l, ConnConfig{}), nil)
 		assert.ErrorContains(t, err, "no host to dial")
 		assert.Equal(t, ClassRetryable, Classify(err))
 		l.Close()
@@ -208,7 +208,7 @@ func TestStaggerRealSocketsBlackholedHosts(t *testing.T) {
 	const stagger = 200 * time.Millisecond
 	dial := func(ctx context.Context, ep Endpoint) (*Conn, error) { return Dial(ctx, ep, ConnConfig{}) }
 	start := time.Now()
-	c, err := staggerDial(context.Background(), eps(a1, a2, a3), nil, stagger, dial, nil)
+	c, err := staggerDial(context.Background(), eps(a1, a2, a3), nil, nil, stagger, dial, nil)
 	took := time.Since(start)
 	require.NoError(t, err)
 	defer c.Close()

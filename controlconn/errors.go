@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 )
@@ -116,12 +117,24 @@ func Classify(err error) ErrorClass {
 	if errors.As(err, &se) {
 		switch se.Code {
 		case primitive.ErrorCodeAuthenticationError:
-			return ClassAuth
+			return authClass(se.Message)
 		case primitive.ErrorCodeProtocolError:
 			return ClassProtocol
 		}
 	}
 	return ClassRetryable
+}
+
+// authClass classifies an authentication error by its message. Servers answer 0x0100 both
+// when they reject the credentials and when they cannot check them: Cassandra and Scylla say
+// "Unable to perform authentication: ..." when system_auth cannot be read (QUORUM not
+// reachable while replicas restart). Only a rejection is permanent; the other is retryable,
+// so it neither waits DelayCap nor refuses evidence.
+func authClass(msg string) ErrorClass {
+	if strings.Contains(msg, "Unable to perform authentication") {
+		return ClassRetryable
+	}
+	return ClassAuth
 }
 
 // isTLSError recognises the failures of crypto/tls and crypto/x509 that no retry fixes.

@@ -5,7 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
+	"sync"
+
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/gocql/gocql"
@@ -26,24 +30,62 @@ import (
 // SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
 // AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
 // cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
-// WithQueueConfig) and closes on Close, unless WithHostEvents passes one.
+// WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
+// cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
+// gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
+// a contact point given as a DNS name).
+//
+// A session created from cfg before New never reports to the ControlConnection, whose recovery
+// then follows the blind schedule only: when the first connection is up and no session has
+// been created since New, a warning says so through the logger (WithLogger).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
 	c, err := ConfigFromGocql(cfg, cadence)
 	if err != nil {
 		return nil, err
 	}
+	return newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
+		hostevents.Install(cfg, q)
+		cache := &hostInfoCache{next: cfg.ConnectObserver}
+		cfg.ConnectObserver = cache
+		cc.connCfg.hostInfos = cache
+	}, true, opts...)
+}
+
+// NewWithListener is New for a driver configuration already translated into c: it builds the
+// ControlConnection with a host-event queue and calls install with that queue, so that the
+// caller can put the driver's listener on it (the gocqlv2 module does so for gocql v2). Unless
+// opts pass a queue (WithHostEvents), it creates one (WithQueueConfig) that Close closes.
+// install is called once, after the ControlConnection is built, and not at all on error.
+//
+// Unlike New it cannot tell whether a session was created after it (the order warning of New),
+// since only the driver's listener knows.
+func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
+	return newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
+}
+
+// newWithListener is NewWithListener; sessionCheck adds New's session-order warning, which
+// counts the sessions that initialised a policy wrapped by hostevents.Install.
+func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queue), sessionCheck bool, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	own := false
 	if o.queue == nil {
-		q, err := hostevents.NewQueue(o.queueConfig)
+		var qc hostevents.QueueConfig
+		if o.queueConfig != nil {
+			qc = *o.queueConfig
+		}
+		q, err := hostevents.NewQueue(qc)
 		if err != nil {
 			return nil, fmt.Errorf("controlconn: host event queue: %w", err)
 		}
-		opts = append(opts, WithHostEvents(q))
+		opts = append(opts, func(o *options) { o.queue, o.queueOwned = q, true })
 		o.queue, own = q, true
+	}
+	if sessionCheck {
+		// Last, so that it wraps the observer the caller passed.
+		opts = append(opts, WithObserver(newSessionCheck(o.observer, o.queue, o.logger)))
 	}
 	cc, err := NewWithConfig(c, opts...)
 	if err != nil {
@@ -53,7 +95,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 		return nil, err
 	}
 	cc.ownQueue = own
-	hostevents.Install(cfg, o.queue)
+	install(cc, o.queue)
 	return cc, nil
 }
 
@@ -135,4 +177,38 @@ func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
 		tc.Certificates = append(tc.Certificates, cert)
 	}
 	return tc, nil
+}
+
+// sessionCheck is the Observer New installs around the caller's: at the first connection it
+// warns, once, when no gocql session has initialised the listener New installed, which is
+// what calling New after CreateSession looks like (gocql copies the configuration into the
+// session, so the wrapped policy never reaches it).
+type sessionCheck struct {
+	Observer
+	queue *hostevents.Queue
+	log   *slog.Logger
+	once  sync.Once
+}
+
+// errSessionFirst is the warning's text.
+const errSessionFirst = "controlconn: no gocql session has been created from this ClusterConfig since controlconn.New; " +
+	"a session created before New never reports its host events, so recovery follows the blind schedule only: call New before CreateSession"
+
+func newSessionCheck(inner Observer, q *hostevents.Queue, log *slog.Logger) *sessionCheck {
+	if inner == nil {
+		inner = NopObserver{}
+	}
+	if log == nil {
+		log = discardLogger
+	}
+	return &sessionCheck{Observer: inner, queue: q, log: log}
+}
+
+func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
+	s.Observer.Connected(ep, v)
+	s.once.Do(func() {
+		if s.queue.Sessions() == 0 {
+			s.log.Warn(errSessionFirst)
+		}
+	})
 }

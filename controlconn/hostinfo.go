@@ -5,15 +5,60 @@ import (
 	"net"
 	"reflect"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/gocql/gocql"
 )
 
-// hostInfo builds the *gocql.HostInfo a user's gocql.HostDialer expects. gocql v1.7.0 exports
-// no constructor and no port setter, yet every HostDialer dials host.ConnectAddressAndPort(),
-// so the port is written into the unexported field; if a gocql upgrade renames that field the
-// dial fails with a clear error rather than dialling port 0.
+// hostInfoCache keeps the *gocql.HostInfo gocql itself built for each address, so that a
+// user's HostDialer or AuthProvider gets from us what it gets from gocql: the hostname of a
+// contact point given as a DNS name (a HostDialer that verifies TLS by hostname needs it), the
+// port, the host ID. New installs it as the gocql config's ConnectObserver, chained to the
+// observer the user had: gocql reports every connection it makes with its HostInfo. Safe for
+// concurrent use; ObserveConnect never blocks.
+type hostInfoCache struct {
+	next  gocql.ConnectObserver // the user's observer, called first; may be nil
+	hosts sync.Map              // "ip:port" -> *gocql.HostInfo
+}
+
+// ObserveConnect implements gocql.ConnectObserver.
+func (c *hostInfoCache) ObserveConnect(o gocql.ObservedConnect) {
+	if c.next != nil {
+		c.next.ObserveConnect(o)
+	}
+	if o.Host != nil {
+		c.hosts.Store(o.Host.ConnectAddressAndPort(), o.Host)
+	}
+}
+
+// lookup returns gocql's HostInfo for ep's address, nil if gocql has not connected to it
+// (or c is nil).
+func (c *hostInfoCache) lookup(ep Endpoint) *gocql.HostInfo {
+	if c == nil {
+		return nil
+	}
+	if h, ok := c.hosts.Load(ep.Addr); ok {
+		return h.(*gocql.HostInfo)
+	}
+	return nil
+}
+
+// hostInfoFor is the *gocql.HostInfo for ep: gocql's own if it connected to that address,
+// else one built by hostInfo.
+func (c ConnConfig) hostInfoFor(ep Endpoint) (*gocql.HostInfo, error) {
+	if h := c.hostInfos.lookup(ep); h != nil {
+		return h, nil
+	}
+	return hostInfo(ep)
+}
+
+// hostInfo builds the *gocql.HostInfo a user's gocql.HostDialer expects, when gocql has none
+// for the address (no session attached, or not connected there yet). gocql v1.7.0 exports no
+// constructor and no port setter, yet every HostDialer dials host.ConnectAddressAndPort(), so
+// the port is written into the unexported field; if a gocql upgrade renames that field the
+// dial fails with a clear error rather than dialling port 0. Without gocql's HostInfo the
+// hostname is the IP address.
 func hostInfo(ep Endpoint) (*gocql.HostInfo, error) {
 	host, portStr, err := net.SplitHostPort(ep.Addr)
 	if err != nil {

@@ -1,6 +1,7 @@
 package controlconn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -13,6 +14,13 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 )
+
+// errNoLink replaces a (nil, nil) result of an attempt, which would otherwise look connected.
+var errNoLink = errors.New("controlconn: attempt returned neither a connection nor an error")
+
+// closeGrace bounds how long Close waits for an attempt in flight to return after its context
+// was cancelled; a dialer that ignores its context finishes in the background.
+const closeGrace = 50 * time.Millisecond
 
 // refreshResult is what a refresh worker hands back to run.
 type refreshResult struct {
@@ -29,72 +37,100 @@ type belief struct {
 	belief Belief
 }
 
-// owner is run's state; only the run goroutine touches it.
-type owner struct {
-	cur        *link
-	gen        int   // bumped on every adoption and loss; stale refresh results are dropped
-	last       *link // the latest adopted link, so a stale Wait result is not adopted twice
-	waiting    bool  // a link waiter is running
-	refreshing bool  // a refresh worker is running
-	dirty      bool  // refresh again when the running one ends
-	pending    []chan error
-	inflight   []chan error
-	beliefs    map[string]belief // by hostevents key (host ID, else address)
-	periodic   *time.Timer
-	refreshed  chan refreshResult // cap 1: one worker at a time, so its send never blocks
-	adoptions  int                // connections adopted so far; probes start from the second
-	statusSeq  map[string]uint64  // by host ID: STATUS_CHANGE events applied, to tell stale probes
-	probed     chan probeResult   // probe workers -> run
-	gate       refreshGate        // spaces the refreshes nobody waits for
+// attemptResult is what the attempt goroutine hands back to run.
+type attemptResult struct {
+	l   *link
+	err error
 }
 
-// run is the owner goroutine.
+// running is the attempt in flight.
+type running struct {
+	cancel   context.CancelFunc
+	evidence chan Endpoint // hosts evidenced during the attempt (cap 1, latest wins)
+}
+
+// owner is run's state; only the run goroutine touches it.
+type owner struct {
+	rec           *reconnect.Recovery // the decision core; driven call for call by run
+	due           *time.Timer         // fires at rec.NextAt()
+	attempt       *running            // nil unless an attempt runs
+	results       chan attemptResult  // cap 1: one attempt at a time, so its sender never blocks
+	cur           *link
+	gen           int  // bumped on every adoption and loss; stale refresh results are dropped
+	refreshing    bool // a refresh worker is running
+	dirty         bool // refresh again when the running one ends
+	pending       []chan error
+	inflight      []chan error
+	beliefs       map[string]belief // by hostevents key (host ID, else address)
+	periodic      *time.Timer
+	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
+	adoptions     int                     // connections adopted so far
+	statusSeq     map[string]uint64       // by host ID: reported states applied, to tell stale probes
+	probes        []scheduledProbe        // by time: the probes of the current connection still to start
+	probeTimer    *time.Timer             // fires at probes[0].at
+	reported      map[string]bool         // host IDs reported on since the current connection was adopted
+	pendingStates map[string]pendingState // statuses of hosts the snapshot does not list yet
+	probed        chan probeResult        // probe workers -> run
+	gate          refreshGate             // spaces the refreshes nobody waits for
+}
+
+func (cc *ControlConnection) newOwner() *owner {
+	o := &owner{
+		rec:           cc.rec,
+		due:           time.NewTimer(time.Hour),
+		results:       make(chan attemptResult, 1),
+		beliefs:       map[string]belief{},
+		periodic:      time.NewTimer(time.Hour),
+		refreshed:     make(chan refreshResult, 1),
+		statusSeq:     map[string]uint64{},
+		probeTimer:    time.NewTimer(time.Hour),
+		reported:      map[string]bool{},
+		pendingStates: map[string]pendingState{},
+		probed:        make(chan probeResult),
+		gate:          newRefreshGate(MinRefreshInterval),
+	}
+	o.due.Stop()
+	o.periodic.Stop()
+	o.probeTimer.Stop()
+	return o
+}
+
+// run is the owner goroutine: it drives the Recovery (when to attempt, what evidence does),
+// runs one attempt at a time, adopts the connection an attempt yields and notices its loss,
+// so the connection's lifecycle has exactly one owner and every decision sees the same state.
 func (cc *ControlConnection) run() {
 	defer cc.wg.Done()
-	o := &owner{
-		beliefs:   map[string]belief{},
-		periodic:  time.NewTimer(time.Hour),
-		refreshed: make(chan refreshResult, 1),
-		statusSeq: map[string]uint64{},
-		probed:    make(chan probeResult),
-		gate:      newRefreshGate(MinRefreshInterval),
-	}
+	o := cc.newOwner()
+	defer o.due.Stop()
 	defer o.gate.stop()
-	o.periodic.Stop()
 	defer o.periodic.Stop()
-	links := make(chan *link, 1)
+	defer o.probeTimer.Stop()
 	var batches <-chan hostevents.Batch
 	if cc.queue != nil {
 		batches = cc.queue.Batches()
 	}
-	first := true
+	o.rec.Begin(time.Now())
 	for {
-		if o.cur == nil && !o.waiting {
-			o.waiting = true
-			cc.wg.Add(1)
-			go cc.waitNext(o.last, links)
-		}
+		cc.step(o)
 		var events <-chan message.Event
 		var overflow, lost <-chan struct{}
 		if o.cur != nil {
 			events, overflow, lost = o.cur.Events(), o.cur.Overflow(), o.cur.Done()
 		}
+		var due, probe <-chan time.Time
+		if !o.rec.NextAt().IsZero() {
+			due = o.due.C
+		}
+		if len(o.probes) > 0 {
+			probe = o.probeTimer.C
+		}
 		select {
 		case <-cc.closing:
-			for _, w := range append(o.pending, o.inflight...) {
-				w <- ErrClosed
-			}
+			cc.shutdown(o)
 			return
-		case l := <-links:
-			o.waiting = false
-			if l == nil {
-				continue // closing
-			}
-			cc.adopt(o, l)
-			if first {
-				first = false
-				close(cc.firstUp)
-			}
+		case <-due:
+		case r := <-o.results:
+			cc.finishAttempt(o, r)
 		case <-lost:
 			cc.lose(o)
 		case ev := <-events:
@@ -108,6 +144,8 @@ func (cc *ControlConnection) run() {
 				continue
 			}
 			cc.onBatch(o, b)
+		case <-cc.manual:
+			cc.reArm(o, reconnect.ReasonManual, "")
 		case w := <-cc.refreshReqs:
 			o.pending = append(o.pending, w)
 			cc.maybeRefresh(o)
@@ -118,67 +156,191 @@ func (cc *ControlConnection) run() {
 			cc.maybeRefresh(o)
 		case r := <-o.refreshed:
 			cc.onRefreshed(o, r)
+		case <-probe:
+			cc.dueProbes(o)
 		case r := <-o.probed:
 			cc.onProbed(o, r)
 		}
 	}
 }
 
-// waitNext is the link waiter: it hands run the handler's next connection other than prev
-// (nil on Close).
-func (cc *ControlConnection) waitNext(prev *link, out chan<- *link) {
-	defer cc.wg.Done()
-	l, err := cc.handler.WaitNext(cc.ctx, prev)
-	if err != nil {
-		l = nil
+// step starts the attempt that is due, if any, publishes the status and sets the timer for
+// the next one.
+func (cc *ControlConnection) step(o *owner) {
+	now := time.Now()
+	if a, ok := o.rec.StartAttempt(now); ok {
+		cc.startAttempt(o, a)
 	}
-	out <- l
+	cc.publishStatus(o)
+	o.due.Stop()
+	if at := o.rec.NextAt(); !at.IsZero() {
+		o.due.Reset(at.Sub(now))
+	}
+}
+
+// startAttempt runs a on its own goroutine; its result comes back on o.results.
+func (cc *ControlConnection) startAttempt(o *owner, a reconnect.Attempt) {
+	ctx, cancel := context.WithCancel(cc.ctx)
+	r := &running{cancel: cancel, evidence: make(chan Endpoint, 1)}
+	o.attempt = r
+	go func() {
+		l, err := cc.attempt(ctx, a, r.evidence)
+		o.results <- attemptResult{l: l, err: err}
+	}()
+}
+
+// finishAttempt reports the attempt's end to the Recovery and adopts what it connected.
+func (cc *ControlConnection) finishAttempt(o *owner, r attemptResult) {
+	o.attempt.cancel()
+	o.attempt = nil
+	if r.err == nil && r.l == nil {
+		r.err = errNoLink
+	}
+	switch o.rec.Finish(time.Now(), r.err) {
+	case reconnect.OutcomeSuccess:
+		cc.adopt(o, r.l)
+	case reconnect.OutcomeDiscarded:
+		_ = r.l.Close()
+	}
+}
+
+// shutdown handles Close: the Recovery ends, the connection is closed, waiters are released.
+// An attempt in flight has its context cancelled already (Close cancels cc.ctx); run waits
+// for it at most closeGrace, and a connection it yields later is closed (Outcome discarded).
+func (cc *ControlConnection) shutdown(o *owner) {
+	o.rec.Close(time.Now())
+	if o.cur != nil {
+		cc.closeErr = o.cur.Close()
+		cc.lose(o)
+	}
+	cc.publishStatus(o)
+	for _, w := range append(o.pending, o.inflight...) {
+		w <- ErrClosed
+	}
+	if o.attempt == nil {
+		return
+	}
+	grace := time.NewTimer(closeGrace)
+	defer grace.Stop()
+	select {
+	case r := <-o.results:
+		cc.finishAttempt(o, r)
+	case <-grace.C:
+		// The Recovery is the lingering goroutine's now: run is done with it. Close does not
+		// wait for it: an attempt that ignores its context cannot hold Close.
+		go func() { cc.finishAttempt(o, <-o.results) }()
+	}
+}
+
+// publishStatus copies the Recovery's status for Status.
+func (cc *ControlConnection) publishStatus(o *owner) {
+	st := o.rec.Status()
+	cc.pubMu.Lock()
+	cc.status = st
+	cc.pubMu.Unlock()
+}
+
+// connected reports whether a live connection is in use. A connection lost whose loss run has
+// not yet handled (its Done and other input were ready together) is handled now, so evidence
+// arriving with the loss re-arms the recovery instead of being dropped.
+func (cc *ControlConnection) connected(o *owner) bool {
+	if o.cur == nil {
+		return false
+	}
+	select {
+	case <-o.cur.Done():
+		cc.lose(o)
+		return false
+	default:
+		return true
+	}
+}
+
+// reArm hands evidence to the Recovery: exactly one verdict reaches the reconnect observer.
+// While an attempt runs, the evidenced host is also handed to it, to be dialled at once.
+func (cc *ControlConnection) reArm(o *owner, reason reconnect.Reason, hint string) {
+	cc.connected(o)
+	o.rec.ReArm(time.Now(), reason, hint)
+	if o.attempt == nil || hint == "" {
+		return
+	}
+	ep, ok := cc.hintEndpoint(hint)
+	if !ok {
+		return
+	}
+	select {
+	case <-o.attempt.evidence: // the latest evidence replaces one not yet taken
+	default:
+	}
+	o.attempt.evidence <- ep
+}
+
+// hintEndpoint is the endpoint a re-arm's hint names: a known host, or an address.
+func (cc *ControlConnection) hintEndpoint(hint string) (Endpoint, bool) {
+	for _, h := range *cc.planHosts.Load() {
+		if matchesHint(h.Endpoint, hint) {
+			return h.Endpoint, true
+		}
+	}
+	return hintEndpoint(hint, cc.cfg.Port)
 }
 
 // adopt makes l the current connection and publishes its first refresh: the changes since
 // the last snapshot, i.e. what happened while disconnected.
 func (cc *ControlConnection) adopt(o *owner, l *link) {
 	o.gen++
-	o.cur, o.last = l, l
+	o.cur = l
 	l.since = time.Now()
 	changes, err := cc.store.Refresh(l.tables)
 	cc.obs.Refreshed(l.readTook, len(changes), err)
+	cc.applyPending(o)
 	if err != nil {
 		cc.log.Error("metadata of the new connection rejected", "addr", l.ep.Addr, "err", err)
 	}
 	cc.noteSkipped(l.skipped)
-	cc.current.Store(l)
-	cc.upMu.Lock()
+	cc.pubMu.Lock()
+	cc.status = o.rec.Status() // connected, with l, before anyone waiting is woken
+	cc.cur = l
 	close(cc.up)
-	cc.upMu.Unlock()
+	cc.pubMu.Unlock()
+	if o.adoptions == 0 {
+		close(cc.firstUp)
+	}
 	cc.publishHosts(o)
 	cc.obs.Connected(l.ep, l.version)
 	cc.log.Info("control connection up", "addr", l.ep.Addr, "host_id", l.ep.HostID, "protocol", int(l.version), "changes", len(changes))
 	cc.resetPeriodic(o)
 	cc.maybeRefresh(o)
 	o.adoptions++
-	if o.adoptions > 1 {
-		cc.startProbes(o, l) // states carried over from before the loss may be stale
-	}
+	cc.scheduleProbes(o, l) // no event reached us while away (or before the first connection)
 }
 
-// lose handles the loss of the current connection: requests it was serving wait for the next.
+// lose handles the loss of the current connection: requests it was serving wait for the next,
+// and the Recovery decides when to attempt again.
 func (cc *ControlConnection) lose(o *owner) {
 	l := o.cur
 	err := l.Err()
-	uptime := time.Since(l.since)
+	now := time.Now()
+	uptime := now.Sub(l.since)
 	o.cur = nil
 	o.gen++
 	o.pending = append(o.inflight, o.pending...)
 	o.inflight = nil
 	o.periodic.Stop()
-	cc.current.Store(nil)
-	cc.upMu.Lock()
+	o.probes = o.probes[:0]
+	o.probeTimer.Stop()
+	cc.pubMu.Lock()
+	cc.status = o.rec.Status()
+	cc.cur = nil
 	cc.up = make(chan struct{})
-	cc.upMu.Unlock()
+	cc.pubMu.Unlock()
+	close(l.gone)
+	_ = l.Close() // lost already; closing releases what is left of it
 	if cc.ctx.Err() != nil {
 		return // closed by Close, not lost
 	}
+	o.rec.Lost(now)
+	cc.planner.Suspect(l.ep.Addr, now) // dial it after the others: its loss is why we are here
 	cc.lastLoss.Store(&lossInfo{ep: l.ep, err: err, at: time.Now()})
 	cc.obs.Lost(l.ep, err, uptime)
 	cc.log.Warn("control connection lost", "addr", l.ep.Addr, "class", Classify(err), "err", err, "uptime", uptime)
@@ -246,6 +408,7 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 	if err != nil {
 		cc.log.Warn("metadata refresh rejected", "err", err)
 	}
+	cc.applyPending(o)
 	cc.noteSkipped(r.skipped)
 	for _, w := range o.inflight {
 		w <- err
@@ -265,17 +428,8 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 			return
 		}
 		up := e.ChangeType == primitive.StatusChangeTypeUp
-		if snap := cc.store.Current(); snap != nil {
-			if h, err := snap.HostByAddr(e.Address.Addr, int(e.Address.Port)); err == nil {
-				o.statusSeq[h.HostID()]++ // newer than any probe in flight
-			}
-		}
-		_, err := cc.store.ApplyStatus(e.Address.Addr, int(e.Address.Port), up)
-		switch {
-		case errors.Is(err, metadata.ErrUnknownHost):
-			cc.wantRefresh(o)
-		case err != nil:
-			cc.log.Warn("status event not applied", "addr", e.Address, "err", err)
+		if cc.reportState(o, pendingState{ip: e.Address.Addr, port: int(e.Address.Port), up: up}) {
+			cc.wantRefresh(o) // applied once the refresh lists the host
 		}
 		kind := hostevents.KindDown
 		if up {
@@ -323,8 +477,8 @@ func (cc *ControlConnection) pushControlEvent(addr *primitive.Inet, kind hosteve
 }
 
 // onBatch folds a batch of host events into the beliefs and, while disconnected, re-arms the
-// handler with the strongest evidence: a host up (gocql's pool connected to it) before a host
-// added. One re-arm per batch; the handler coalesces and rate-limits further.
+// Recovery with the strongest evidence: a host up (gocql's pool connected to it) before a host
+// added. One re-arm per batch; the Recovery coalesces and rate-limits further.
 func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 	var upHint, addedHint string
 	up, added := false, false
@@ -344,6 +498,10 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		hint := e.HostID
 		if hint == "" {
 			hint = ep.Addr
+		}
+		if (e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown) && e.Source != hostevents.SourceControl {
+			// The session's word on a host (our own events are applied as they arrive).
+			cc.reportState(o, pendingState{hostID: e.HostID, ip: e.Addr, port: cmp.Or(e.Port, cc.cfg.Port), up: e.Kind == hostevents.KindUp})
 		}
 		switch e.Kind {
 		case hostevents.KindUp:
@@ -372,14 +530,14 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		}
 	}
 	cc.publishHosts(o)
-	if o.cur != nil {
+	if cc.connected(o) {
 		return // re-arms matter only while recovering
 	}
 	switch {
 	case up:
-		cc.handler.ReArm(reconnect.ReasonHostUp, upHint)
+		cc.reArm(o, reconnect.ReasonHostUp, upHint)
 	case added:
-		cc.handler.ReArm(reconnect.ReasonHostAdded, addedHint)
+		cc.reArm(o, reconnect.ReasonHostAdded, addedHint)
 	}
 }
 

@@ -3,87 +3,144 @@ package controlconn
 import (
 	"context"
 	"errors"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
-// Reconciling host states after a reconnect.
+// How host states are known.
 //
 // The system tables say which hosts exist, not which are up: a node's liveness reaches a
-// driver only as STATUS_CHANGE events, and none reach a control connection that is away. So
-// after a reconnect the states carried over from before the loss can be stale both ways: a
-// host stopped while we were away would still be believed up, one started would still be
-// believed down. Every host other than the one we are connected to is probed once, with a
-// TCP connect through the configured dialer (a node is up for clients when its native port
-// accepts), and the answer is applied unless a pushed STATUS_CHANGE about that host arrived
-// after the probe started: the event is newer than the probe.
+// driver as STATUS_CHANGE events, which no control connection receives while it is away or
+// before it first connects. So a host's state (in Snapshot, Subscribe and the host plan) is
+// decided by, newest first:
 //
-// The first connection does not probe: there is nothing stale to correct, and hosts are
-// presumed up as every driver presumes them.
+//   - a STATUS_CHANGE pushed on our connection, or a HostUp/HostDown of the gocql session the
+//     ControlConnection is attached to (its pool connected to the host, or gave up on it);
+//   - one probe per host on every connection we adopt, the first included: a TCP connect
+//     through the configured dialer (a node is up for clients when its native port accepts),
+//     made at a random moment within probeSpread so that many clients reconnecting together
+//     do not probe together, and skipped for a host the session or a pushed event reported on
+//     since that connection was adopted. A probe's verdict is dropped if such a report arrived
+//     while it was in flight (the report is newer), and a failure that is not about liveness
+//     (TLS, authentication, a dialer's own error) gives no verdict at all;
+//   - otherwise a host is presumed up, as every driver presumes.
+//
+// A status learned for a host the snapshot does not list yet (announced, then stopped before
+// the refresh that adds it lands) is kept and applied once a refresh lists the host.
 
 // probeConcurrency bounds the probes in flight, so a large cluster is probed a few at a time.
 const probeConcurrency = 8
 
+// probeSpread is the window over which the probes of one adoption are spread at random.
+const probeSpread = time.Second
+
+// maxPendingStates bounds the statuses kept for hosts not yet in the snapshot.
+const maxPendingStates = 1024
+
+// scheduledProbe is a probe waiting for its moment (owned by run).
+type scheduledProbe struct {
+	at  time.Time
+	ep  Endpoint
+	gen int // owner.gen at scheduling: a probe for a lost connection is dropped
+}
+
 // probeResult is what a probe hands back to run.
 type probeResult struct {
-	gen    int    // owner.gen when the probes started: a result for a lost connection is dropped
+	gen    int    // owner.gen when the probe started: a result for a lost connection is dropped
 	hostID string //
 	seq    uint64 // owner.statusSeq[hostID] when the probe started
 	up     bool
-	err    error
+	err    error // set when the probe gives no verdict
 }
 
-// startProbes probes every host of the current snapshot except the one l is connected to.
-// Called by run on adoption of a reconnected link.
-func (cc *ControlConnection) startProbes(o *owner, l *link) {
+// pendingState is a status learned for a host the snapshot does not list yet.
+type pendingState struct {
+	hostID string // "" when only the address is known
+	ip     net.IP
+	port   int
+	up     bool
+}
+
+// scheduleProbes schedules one probe of every host of the current snapshot except the one
+// l is connected to, each at a random moment within probeSpread. Called by run on adoption.
+func (cc *ControlConnection) scheduleProbes(o *owner, l *link) {
+	o.probes = o.probes[:0]
+	o.reported = map[string]bool{}
 	snap := cc.store.Current()
 	if snap == nil {
 		return
 	}
-	type target struct {
-		ep  Endpoint
-		seq uint64
-	}
-	var targets []target
+	now := time.Now()
 	for h := range snap.All() {
 		if h.HostID() == l.ep.HostID {
 			continue
 		}
 		ep := Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}
-		targets = append(targets, target{ep: ep, seq: o.statusSeq[h.HostID()]})
+		at := now.Add(time.Duration(cc.rand() * float64(probeSpread)))
+		o.probes = append(o.probes, scheduledProbe{at: at, ep: ep, gen: o.gen})
 	}
-	if len(targets) == 0 {
-		return
+	sortProbes(o.probes)
+	cc.armProbes(o, now)
+}
+
+// sortProbes orders probes by time (insertion sort: a cluster's hosts, once per adoption).
+func sortProbes(p []scheduledProbe) {
+	for i := 1; i < len(p); i++ {
+		for j := i; j > 0 && p[j].at.Before(p[j-1].at); j-- {
+			p[j], p[j-1] = p[j-1], p[j]
+		}
 	}
-	gen := o.gen
+}
+
+// armProbes sets the probe timer for the earliest scheduled probe.
+func (cc *ControlConnection) armProbes(o *owner, now time.Time) {
+	o.probeTimer.Stop()
+	if len(o.probes) > 0 {
+		o.probeTimer.Reset(o.probes[0].at.Sub(now))
+	}
+}
+
+// dueProbes starts the probes whose moment has come, unless they no longer matter.
+func (cc *ControlConnection) dueProbes(o *owner) {
+	now := time.Now()
+	for len(o.probes) > 0 && !o.probes[0].at.After(now) {
+		p := o.probes[0]
+		o.probes = o.probes[1:]
+		if p.gen != o.gen || o.reported[p.ep.HostID] {
+			continue // the connection is gone, or someone reported on the host since
+		}
+		cc.startProbe(o, p.ep)
+	}
+	cc.armProbes(o, now)
+}
+
+// startProbe runs one probe on its own goroutine, at most probeConcurrency at a time.
+func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
+	gen, seq := o.gen, o.statusSeq[ep.HostID]
 	timeout := cc.connCfg.ConnectTimeout
 	cc.wg.Add(1)
 	go func() {
 		defer cc.wg.Done()
-		sem := make(chan struct{}, probeConcurrency)
-		for _, t := range targets {
-			select {
-			case sem <- struct{}{}:
-			case <-cc.ctx.Done():
-				return
-			}
-			cc.wg.Add(1)
-			go func() {
-				defer cc.wg.Done()
-				defer func() { <-sem }()
-				up, err := cc.probe(t.ep, timeout)
-				select {
-				case o.probed <- probeResult{gen: gen, hostID: t.ep.HostID, seq: t.seq, up: up, err: err}:
-				case <-cc.ctx.Done():
-				}
-			}()
+		select {
+		case cc.probeSem <- struct{}{}:
+		case <-cc.ctx.Done():
+			return
+		}
+		up, err := cc.probe(ep, timeout)
+		<-cc.probeSem
+		select {
+		case o.probed <- probeResult{gen: gen, hostID: ep.HostID, seq: seq, up: up, err: err}:
+		case <-cc.ctx.Done():
 		}
 	}()
 }
 
 // probe reports whether ep's native port accepts a connection within timeout. A refused or
-// timed-out connect is down; a cancelled one (Close) is an error, not a verdict.
+// timed-out connect is down; a failure that says nothing about liveness (TLS, a dialer's
+// own error, Close) is an error, not a verdict.
 func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(cc.ctx, timeout)
 	defer cancel()
@@ -95,12 +152,21 @@ func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, er
 	if cc.ctx.Err() != nil {
 		return false, cc.ctx.Err()
 	}
+	if Classify(err) != ClassRetryable {
+		return false, err
+	}
 	return false, nil
 }
 
 // onProbed applies a probe's verdict unless it is stale.
 func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
-	if r.err != nil || r.gen != o.gen || o.statusSeq[r.hostID] != r.seq {
+	if r.err != nil {
+		if r.gen == o.gen && cc.ctx.Err() == nil {
+			cc.log.Debug("probe gave no verdict", "host_id", r.hostID, "err", r.err)
+		}
+		return
+	}
+	if r.gen != o.gen || o.statusSeq[r.hostID] != r.seq {
 		return
 	}
 	changes, err := cc.store.SetState(r.hostID, r.up)
@@ -112,7 +178,69 @@ func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
 		return
 	}
 	if len(changes) > 0 {
-		cc.log.Info("host state corrected after reconnect", "host_id", r.hostID, "up", r.up)
+		cc.log.Info("host state corrected by probe", "host_id", r.hostID, "up", r.up)
 		cc.publishHosts(o)
+	}
+}
+
+// reportState applies a status reported by a pushed event or the gocql session: it is newer
+// than any probe in flight, makes a scheduled probe of the host unnecessary, and is kept for
+// later if the snapshot does not list the host yet. It returns whether the host is unknown.
+func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown bool) {
+	snap := cc.store.Current()
+	if p.hostID == "" && snap != nil && p.ip != nil {
+		if h, err := snap.HostByAddr(p.ip, p.port); err == nil {
+			p.hostID = h.HostID()
+		}
+	}
+	if p.hostID != "" {
+		o.statusSeq[p.hostID]++
+		o.reported[p.hostID] = true
+	}
+	var err error
+	if p.hostID != "" {
+		_, err = cc.store.SetState(p.hostID, p.up)
+	} else if p.ip != nil {
+		_, err = cc.store.ApplyStatus(p.ip, p.port, p.up)
+	} else {
+		return false
+	}
+	switch {
+	case errors.Is(err, metadata.ErrUnknownHost):
+		cc.keepPending(o, p)
+		return true
+	case err != nil:
+		cc.log.Warn("host state not applied", "host_id", p.hostID, "addr", p.ip, "err", err)
+	}
+	return false
+}
+
+func pendingKey(p pendingState) string {
+	if p.hostID != "" {
+		return p.hostID
+	}
+	return net.JoinHostPort(p.ip.String(), strconv.Itoa(p.port))
+}
+
+func (cc *ControlConnection) keepPending(o *owner, p pendingState) {
+	k := pendingKey(p)
+	if _, ok := o.pendingStates[k]; !ok && len(o.pendingStates) >= maxPendingStates {
+		return
+	}
+	o.pendingStates[k] = p
+}
+
+// applyPending applies the statuses kept for hosts the snapshot now lists (after a refresh).
+func (cc *ControlConnection) applyPending(o *owner) {
+	for k, p := range o.pendingStates {
+		var err error
+		if p.hostID != "" {
+			_, err = cc.store.SetState(p.hostID, p.up)
+		} else {
+			_, err = cc.store.ApplyStatus(p.ip, p.port, p.up)
+		}
+		if !errors.Is(err, metadata.ErrUnknownHost) {
+			delete(o.pendingStates, k)
+		}
 	}
 }

@@ -19,8 +19,9 @@ import (
 // Regressions these tests catch:
 //   - no reconciliation after a reconnect (states carried over stay stale):
 //     TestReconnectProbesCorrectStaleStates
-//   - a probe on the first connection (an extra dial per host at start-up):
-//     TestReconnectProbesCorrectStaleStates (dial count after Start)
+//   - no probe on the first connection (a node down before it was shown up forever), or
+//     probes all at once: TestReconnectProbesCorrectStaleStates (dial counts after Start),
+//     TestNodeDownBeforeFirstConnectIsFoundDown
 //   - a probe's verdict applied over a STATUS_CHANGE that arrived while it was in flight:
 //     TestEventDuringProbeWinsOverIt
 
@@ -69,7 +70,10 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 		defer cc.Close()
 		startCC(t, cc)
 		synctest.Wait()
-		assert.Len(t, c.Dials(), 1, "the first connection probes nothing")
+		assert.Len(t, c.Dials(), 1, "no probe at once")
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		assert.Len(t, c.Dials(), 4, "then one probe of each other host, within probeSpread")
 		time.Sleep(11 * time.Second)
 
 		first := nodeNumber(c, connectedHost(t, cc))
@@ -94,7 +98,8 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 		c.Start(startedAway)
 		c.Stop(first)
 		waitConnectedTo(t, cc, c.Member(first).Addr())
-		synctest.Wait() // the probes
+		time.Sleep(probeSpread) // the probes
+		synctest.Wait()
 		snap := cc.Snapshot()
 		assert.Equal(t, metadata.StateDown, snap.State(c.Member(stoppedAway).HostID), "stopped while away")
 		assert.Equal(t, metadata.StateUp, snap.State(c.Member(startedAway).HostID), "started while away")

@@ -32,6 +32,11 @@ type Cluster struct {
 	nodes   []*Node // every node ever created, by index; guarded by nodesMu
 
 	static *staticPeers // peers in other processes (StartStatic), nil otherwise; set before the first node serves
+	mem    *memNet      // the in-memory network (StartInMemory), nil on sockets
+
+	countMu sync.Mutex
+	dials   []string       // every address DialContext was asked for; guarded by countMu
+	selects map[string]int // "keyspace.table" -> SELECTs of it; guarded by countMu
 
 	credMu     sync.RWMutex
 	user, pass string // guarded by credMu
@@ -41,17 +46,21 @@ type Cluster struct {
 }
 
 // Start starts a cluster of cfg.Nodes nodes, all up, and returns once every CQL port accepts.
-func Start(cfg Config) (*Cluster, error) {
+func Start(cfg Config) (*Cluster, error) { return start(cfg, nil) }
+
+// start starts a cluster on sockets (mem nil) or on the in-memory network mem.
+func start(cfg Config, mem *memNet) (*Cluster, error) {
 	c, err := newCluster(cfg)
 	if err != nil {
 		return nil, err
 	}
+	c.mem = mem
 	cfg = c.cfg
 	addrs := make([]net.IP, cfg.Nodes)
 	for i := range addrs {
 		addrs[i] = addIP(c.base, i)
 	}
-	listeners, port, err := listenAll(addrs, cfg.Port)
+	listeners, port, err := c.listenAll(addrs, cfg.Port)
 	if err != nil {
 		return nil, err
 	}
@@ -88,18 +97,18 @@ func newCluster(cfg Config) (*Cluster, error) {
 }
 
 // listenAll opens the CQL port on every address; port 0 picks one that is free on all of them.
-func listenAll(addrs []net.IP, port int) ([]*net.TCPListener, int, error) {
-	closeAll := func(ls []*net.TCPListener) {
+func (c *Cluster) listenAll(addrs []net.IP, port int) ([]net.Listener, int, error) {
+	closeAll := func(ls []net.Listener) {
 		for _, l := range ls {
 			_ = l.Close()
 		}
 	}
 	var lastErr error
 	for attempt := 0; attempt < 50; attempt++ {
-		var ls []*net.TCPListener
+		var ls []net.Listener
 		p := port
 		for _, ip := range addrs {
-			l, err := listenTCP(net.JoinHostPort(ip.String(), strconv.Itoa(p)))
+			l, err := c.listen(net.JoinHostPort(ip.String(), strconv.Itoa(p)))
 			if err != nil {
 				lastErr = err
 				break
@@ -208,10 +217,38 @@ func (c *Cluster) SetCredentials(user, pass string) {
 	c.credMu.Unlock()
 }
 
+// upForQuorum returns how many member nodes are up and how many make a quorum of them.
+func (c *Cluster) upForQuorum() (up, quorum int) {
+	nodes := c.Nodes()
+	for _, n := range nodes {
+		if n.Up() {
+			up++
+		}
+	}
+	return up, len(nodes)/2 + 1
+}
+
 func (c *Cluster) credentials() (user, pass string, required bool) {
 	c.credMu.RLock()
 	defer c.credMu.RUnlock()
 	return c.user, c.pass, c.user != "" || c.pass != ""
+}
+
+// Selected is the number of SELECT statements of table ("system.peers", "ks.t") that the nodes
+// have executed, refused ones (an unknown table) included.
+func (c *Cluster) Selected(table string) int {
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	return c.selects[table]
+}
+
+func (c *Cluster) countSelect(ref tableRef) {
+	c.countMu.Lock()
+	defer c.countMu.Unlock()
+	if c.selects == nil {
+		c.selects = map[string]int{}
+	}
+	c.selects[ref.keyspace+"."+ref.table]++
 }
 
 // Events returns the ground truth recorded so far, in time order.
@@ -231,11 +268,18 @@ func (c *Cluster) Await(ctx context.Context, match func(Event) bool) (Event, err
 	return c.log.await(ctx, match)
 }
 
-// StopAll stops every running node gracefully.
-func (c *Cluster) StopAll() { c.each(func(n *Node) { n.Stop() }) }
+// StopAll stops every running node gracefully. Every port closes before any connection drops, so
+// no client moves to a node that is about to stop.
+func (c *Cluster) StopAll() {
+	c.each((*Node).closePort)
+	c.each((*Node).Stop)
+}
 
-// KillAll kills every running node.
-func (c *Cluster) KillAll() { c.each(func(n *Node) { n.Kill() }) }
+// KillAll kills every running node, every port closing before any connection drops.
+func (c *Cluster) KillAll() {
+	c.each((*Node).closePort)
+	c.each((*Node).Kill)
+}
 
 // BlackholeAll blackholes (on) or heals every node.
 func (c *Cluster) BlackholeAll(on bool) { c.each(func(n *Node) { n.Blackhole(on) }) }

@@ -48,6 +48,11 @@ type Config struct {
 
 	// Username and Password, when both set, enable PasswordAuthenticator (SASL PLAIN).
 	Username, Password string
+	// AuthQuorum makes authentication read the credentials at QUORUM, as Cassandra and Scylla
+	// read system_auth: while fewer than a quorum of the cluster's nodes are up, an
+	// AUTH_RESPONSE gets error 0x0100 "Unable to perform authentication: ..." (a transient
+	// failure, unlike a rejection of the credentials).
+	AuthQuorum bool
 
 	// GossipDelay is how long after a node's CQL port opens the other nodes announce it UP
 	// (and NEW_NODE for an added node). Default 1s.

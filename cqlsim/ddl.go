@@ -223,7 +223,7 @@ func bindSpecs(st *store, p *parsed, defaultKs string) (binds []*message.ColumnM
 		}
 	default:
 		if p.markers > 0 {
-			return nil, nil, nil, invalidf("bind markers are not allowed in %s statements", kindOf(p.stmt))
+			return nil, nil, nil, invalidf("the simulator takes bind markers in SELECT, INSERT, UPDATE and DELETE only")
 		}
 		return binds, nil, nil, nil
 	}

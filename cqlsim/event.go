@@ -19,6 +19,7 @@ const (
 	EventBlackhole     EventKind = "blackhole"      // node stops answering and accepting
 	EventBlackholeEnd  EventKind = "blackhole_end"  // node answers and accepts again
 	EventFlap          EventKind = "flap"           // flap mode set (Detail: duration, "off" when cleared)
+	EventMute          EventKind = "mute"           // Mute (Detail: "on" or "off")
 	EventNodeAdded     EventKind = "node_added"     // AddNode
 	EventNodeRemoved   EventKind = "node_removed"   // RemoveNode
 	EventStartFailed   EventKind = "start_failed"   // a delayed start could not bind its port (Detail: error)

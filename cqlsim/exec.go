@@ -241,6 +241,7 @@ func (e *execution) selectRows(s *selectStmt) (message.Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.c.node.c.countSelect(ref)
 	st := e.c.node.c.store
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -248,7 +249,6 @@ func (e *execution) selectRows(s *selectStmt) (message.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.reads.Add(1)
 	proj, countOnly, err := projection(t, s)
 	if err != nil {
 		return nil, err
@@ -414,7 +414,6 @@ func metadataID(specs []*message.ColumnMetadata) []byte {
 	return h.Sum(nil)
 }
 
-// userTable looks up a table that statements may modify; the caller holds the store's lock.
 // writeTable resolves the user table a write names, checks its USING options and takes the
 // store's write lock: on success the caller holds the lock and releases it with unlock.
 func (e *execution) writeTable(name tableRef, using []usingOpt) (t *table, unlock func(), err error) {
@@ -434,6 +433,7 @@ func (e *execution) writeTable(name tableRef, using []usingOpt) (t *table, unloc
 	return t, st.mu.Unlock, nil
 }
 
+// userTable looks up a table that statements may modify; the caller holds the store's lock.
 func userTable(st *store, ref tableRef) (*table, error) {
 	t, err := st.lookup(ref)
 	if err != nil {
@@ -485,21 +485,6 @@ func (e *execution) keyFromWhere(t *table, where []relation, partialOK bool) ([]
 	return key, nil
 }
 
-// applied is the result of a lightweight transaction.
-func applied(t *table, ok bool, existing *storedRow) *message.RowsResult {
-	specs := []*message.ColumnMetadata{{Keyspace: t.keyspace, Table: t.name, Name: "[applied]", Type: typeBoolean.dataType()}}
-	row := message.Row{encBool(ok)}
-	if !ok && existing != nil {
-		for i, c := range t.columns {
-			specs = append(specs, &message.ColumnMetadata{Keyspace: t.keyspace, Table: t.name, Name: c.name,
-				Index: int32(i + 1), Type: c.typ.dataType()})
-			row = append(row, existing.cells[i])
-		}
-	}
-	return &message.RowsResult{Metadata: &message.RowsMetadata{ColumnCount: int32(len(specs)), Columns: specs},
-		Data: message.RowSet{row}}
-}
-
 func (e *execution) checkUsing(opts []usingOpt) error {
 	for _, o := range opts {
 		typ := typeInt
@@ -545,15 +530,7 @@ func (e *execution) insert(s *insertStmt) (message.Message, error) {
 			return nil, invalidf("Some clustering keys are missing: %s", t.columns[i].name)
 		}
 	}
-	key := rowKey(cells[:t.nKey])
-	existing := t.byKey[key]
-	if s.ifNotExists && existing != nil {
-		return applied(t, false, existing), nil
-	}
-	upsert(t, key, cells, set)
-	if s.ifNotExists {
-		return applied(t, true, nil), nil
-	}
+	upsert(t, rowKey(cells[:t.nKey]), cells, set)
 	return &message.VoidResult{}, nil
 }
 
@@ -603,14 +580,7 @@ func (e *execution) update(s *updateStmt) (message.Message, error) {
 	for i, k := range key {
 		cells[i], set[i] = k, true
 	}
-	rk := rowKey(key)
-	if s.ifExists && t.byKey[rk] == nil {
-		return applied(t, false, nil), nil
-	}
-	upsert(t, rk, cells, set)
-	if s.ifExists {
-		return applied(t, true, nil), nil
-	}
+	upsert(t, rowKey(key), cells, set)
 	return &message.VoidResult{}, nil
 }
 
@@ -636,14 +606,12 @@ func (e *execution) delete(s *deleteStmt) (message.Message, error) {
 		return nil, err
 	}
 	prefix := rowKey(key)
-	found := false
 	kept := t.rows[:0]
 	for _, r := range t.rows {
 		if !strings.HasPrefix(r.key, prefix) {
 			kept = append(kept, r)
 			continue
 		}
-		found = true
 		if len(cols) > 0 {
 			for _, ci := range cols {
 				r.cells[ci] = nil
@@ -654,9 +622,6 @@ func (e *execution) delete(s *deleteStmt) (message.Message, error) {
 		delete(t.byKey, r.key)
 	}
 	t.rows = kept
-	if s.ifExists {
-		return applied(t, found, nil), nil
-	}
 	return &message.VoidResult{}, nil
 }
 

@@ -212,7 +212,7 @@ func TestGocqlDiscoversDataPathAndStatus311(t *testing.T) {
 	assert.Equal(t, "rack2", c.Node(1).Rack())
 	dataPath(t, s)
 	downAndUp(t, c, p, c.Node(2), 5*time.Second)
-	assert.Positive(t, c.store.keyspaces["system"].tables["peers"].reads.Load())
+	assert.Positive(t, c.Selected("system.peers"))
 	// The data path still works through the restarted node's re-prepared statements.
 	var n int
 	require.NoError(t, s.Query("SELECT count(*) FROM app.person").Scan(&n))
@@ -238,7 +238,7 @@ func TestGocqlRelease40UsesPeersV2(t *testing.T) {
 	}
 	dataPath(t, s)
 	downAndUp(t, c, p, c.Node(1), 5*time.Second)
-	assert.Positive(t, c.store.keyspaces["system"].tables["peers_v2"].reads.Load(), "gocql read system.peers_v2")
+	assert.Positive(t, c.Selected("system.peers_v2"), "gocql read system.peers_v2")
 }
 
 func TestGocqlAuthentication(t *testing.T) {
@@ -300,4 +300,29 @@ func TestGocqlDiscovers100Nodes(t *testing.T) {
 	}
 	assert.Len(t, ips, 100)
 	assert.Contains(t, strings.Join(ips, ","), "127.0.0.57")
+}
+
+// With AuthQuorum, authentication needs a quorum of the nodes up (2 of 3): with one node up
+// the answer is Cassandra's transient "Unable to perform authentication", not a rejection.
+func TestAuthQuorumUnavailableWhileFewerThanAQuorumAreUp(t *testing.T) {
+	cfg := fastConfig(3)
+	cfg.Username, cfg.Password, cfg.AuthQuorum = "cassandra", "s3cret", true
+	c := startCluster(t, cfg)
+	c.Node(1).Stop()
+	c.Node(2).Stop()
+
+	gc := gocql.NewCluster(c.Node(0).Addr())
+	gc.Port = c.Port()
+	gc.Timeout, gc.ConnectTimeout = time.Second, time.Second
+	gc.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "s3cret"}
+	gc.Logger = testLogger{t}
+	gc.DisableInitialHostLookup = true
+	_, err := gc.CreateSession()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Unable to perform authentication")
+
+	require.NoError(t, c.Node(1).Start())
+	s, err := gc.CreateSession()
+	require.NoError(t, err, "2 of 3 up: a quorum")
+	s.Close()
 }

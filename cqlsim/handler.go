@@ -41,12 +41,13 @@ func (c *serverConn) answer(f *frame.Frame) (o outFrame) {
 			o = outFrame{f: frame.NewFrame(v, stream, &message.ServerError{ErrorMessage: fmt.Sprint(r)})}
 		}
 	}()
+	c.node.countRequest(f.Header.OpCode)
 	resp, err := c.dispatch(f)
 	if err != nil {
 		resp = errorMessage(err)
 	}
 	o.f = frame.NewFrame(v, stream, resp)
-	if v.SupportsModernFramingLayout() && (resp.GetOpCode() == primitive.OpCodeReady || resp.GetOpCode() == primitive.OpCodeAuthenticate) && !c.modernIn {
+	if v.SupportsModernFramingLayout() && !c.beta && (resp.GetOpCode() == primitive.OpCodeReady || resp.GetOpCode() == primitive.OpCodeAuthenticate) && !c.modernIn {
 		// v5: both directions switch to segments right after this response.
 		o.switchModern = true
 		c.modernIn = true
@@ -109,18 +110,14 @@ func opName(op primitive.OpCode) string {
 // supported lists what real Cassandra lists, minus lz4, which the simulator cannot compress.
 func (c *serverConn) supported(v primitive.ProtocolVersion) *message.Supported {
 	rel := c.node.c.rel
-	versions := []string{"3/v3", "4/v4"}
-	if rel.v4() {
-		versions = append(versions, "5/v5")
-	}
 	compression := []string{"snappy"}
-	if v >= primitive.ProtocolVersion5 {
+	if v >= primitive.ProtocolVersion5 && !c.beta {
 		compression = []string{} // v5 compresses segments with lz4 only
 	}
 	return &message.Supported{Options: map[string][]string{
 		"CQL_VERSION":       {rel.cqlVersion()},
 		"COMPRESSION":       compression,
-		"PROTOCOL_VERSIONS": versions,
+		"PROTOCOL_VERSIONS": rel.protocolVersions(),
 	}}
 }
 
@@ -163,6 +160,12 @@ func (c *serverConn) authResponse(m *message.AuthResponse) (message.Message, err
 	}
 	user, pass := string(parts[1]), string(parts[2])
 	wantUser, wantPass, required := c.node.c.credentials()
+	if required && c.node.c.cfg.AuthQuorum {
+		if up, quorum := c.node.c.upForQuorum(); up < quorum {
+			return nil, &requestError{&message.AuthenticationError{ErrorMessage: fmt.Sprintf(
+				"Unable to perform authentication: Cannot achieve consistency level QUORUM (%d of %d required replicas alive)", up, quorum)}}
+		}
+	}
 	if required && (user != wantUser || pass != wantPass) {
 		return nil, &requestError{&message.AuthenticationError{
 			ErrorMessage: "Provided username " + user + " and/or password are incorrect"}}

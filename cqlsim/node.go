@@ -50,10 +50,11 @@ type Node struct {
 
 	mu         sync.Mutex
 	state      NodeState                // guarded by mu
-	ln         *net.TCPListener         // open while up or blackholed; guarded by mu
+	ln         net.Listener             // open while up or blackholed; guarded by mu
 	acceptDone chan struct{}            // closed when the accept loop returns; guarded by mu
 	conns      map[*serverConn]struct{} // live client connections; guarded by mu
-	gateCh     chan struct{}            // closed unless blackholed; guarded by mu
+	gateCh     chan struct{}            // closed unless blackholed or muted; guarded by mu
+	muted      bool                     // Mute(true) until Mute(false) or the node goes down; guarded by mu
 	paused     chan struct{}            // accept loop closes it once paused for a blackhole; guarded by mu
 	plug       net.Conn                 // our own connection filling the accept queue while blackholed; guarded by mu
 	plugAddr   string                   // its address, to recognise it when accepted after the blackhole; guarded by mu
@@ -63,8 +64,9 @@ type Node struct {
 	startTimer *time.Timer              // pending delayed start; guarded by mu
 	prepared   map[string]*preparedStmt // prepared-statement cache, lost on restart; guarded by mu
 
-	idle       atomic.Int64 // idle timeout in ns
-	generation atomic.Int32 // gossip_generation: seconds at the last start
+	idle       atomic.Int64                                  // idle timeout in ns
+	requests   [primitive.OpCodeAuthSuccess + 1]atomic.Int64 // requests decoded, by opcode
+	generation atomic.Int32                                  // gossip_generation: seconds at the last start
 	connWG     sync.WaitGroup
 }
 
@@ -154,6 +156,28 @@ func (n *Node) idleTimeout() time.Duration { return time.Duration(n.idle.Load())
 
 func (n *Node) gossipGeneration() int32 { return n.generation.Load() }
 
+// Conns is the number of client connections open to the node.
+func (n *Node) Conns() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.conns)
+}
+
+// Requests is the number of requests of opcode op (OPTIONS, REGISTER, QUERY, ...) the node has
+// decoded since the cluster started, answered or not.
+func (n *Node) Requests(op primitive.OpCode) int {
+	if int(op) >= len(n.requests) {
+		return 0
+	}
+	return int(n.requests[op].Load())
+}
+
+func (n *Node) countRequest(op primitive.OpCode) {
+	if int(op) < len(n.requests) {
+		n.requests[op].Add(1)
+	}
+}
+
 // SetIdleTimeout makes the node close connections idle for longer than d (0 = never), from their next wait on.
 func (n *Node) SetIdleTimeout(d time.Duration) { n.idle.Store(int64(d)) }
 
@@ -234,7 +258,7 @@ func (n *Node) openPort(seq uint64) error {
 		return errStaleStart
 	}
 	n.mu.Unlock()
-	ln, err := listenTCP(n.listenAddr())
+	ln, err := n.c.listen(n.listenAddr())
 	if err != nil {
 		n.mu.Lock()
 		n.state = StateDown
@@ -254,7 +278,7 @@ func (n *Node) listenAddr() string {
 }
 
 // startOn makes a founding node up on a listener opened for it, as a start would, without announcing it.
-func (n *Node) startOn(ln *net.TCPListener) {
+func (n *Node) startOn(ln net.Listener) {
 	n.generation.Store(int32(time.Now().Unix()))
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
@@ -274,10 +298,10 @@ func listenTCP(addr string) (*net.TCPListener, error) {
 }
 
 // serve makes the node up on an open listener. Called with opMu held.
-func (n *Node) serve(ln *net.TCPListener) {
+func (n *Node) serve(ln net.Listener) {
 	done := make(chan struct{})
 	n.mu.Lock()
-	n.ln, n.acceptDone, n.state, n.gateCh, n.startTimer = ln, done, StateUp, closedChan(), nil
+	n.ln, n.acceptDone, n.state, n.gateCh, n.startTimer, n.muted = ln, done, StateUp, closedChan(), nil, false
 	n.mu.Unlock()
 	go n.acceptLoop(ln, done)
 	n.record(EventNodeUp, "", "")
@@ -303,6 +327,16 @@ func (n *Node) Kill() {
 	if n.takeDown(StateKilled, CloseKill, true) {
 		n.record(EventNodeKilled, "", "")
 		n.c.gossip.failed(n.index)
+	}
+}
+
+// closePort refuses new connections ahead of a stop or kill, which closes the port again.
+func (n *Node) closePort() {
+	n.mu.Lock()
+	ln := n.ln
+	n.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
 	}
 }
 
@@ -343,7 +377,7 @@ func (n *Node) takeDown(to NodeState, reason string, rst bool) bool {
 	// Only now release goroutines parked on a blackhole: their connections are already closed.
 	n.mu.Lock()
 	gate := n.gateCh
-	n.gateCh = closedChan()
+	n.gateCh, n.muted = closedChan(), false
 	n.mu.Unlock()
 	select {
 	case <-gate:
@@ -379,25 +413,77 @@ func (n *Node) blackholeOn() {
 		return
 	}
 	n.state = StateBlackholed
-	n.gateCh = make(chan struct{})
+	n.holdLocked()
 	paused := make(chan struct{})
 	n.paused = paused
-	ln := n.ln
+	ln, isTCP := n.ln.(*net.TCPListener)
+	if !isTCP {
+		n.paused = nil // in memory, dials to a blackholed node hang by themselves (memory.go)
+	}
 	n.mu.Unlock()
 
-	_ = ln.SetDeadline(time.Now()) // wake the accept loop so it parks
-	<-paused
-	if err := setBacklog(ln, 0); err == nil {
-		if plug, err := net.DialTimeout("tcp4", n.addr, 200*time.Millisecond); err == nil {
-			n.mu.Lock()
-			n.plug, n.plugAddr = plug, plug.LocalAddr().String()
-			n.mu.Unlock()
-		}
-	} else {
-		n.c.cfg.Logf("cqlsim: node %d: blackhole accepts handshakes: %v", n.index, err)
+	if isTCP {
+		n.blackholeListener(ln, paused)
 	}
 	n.record(EventBlackhole, "", "")
 	n.c.gossip.failed(n.index)
+}
+
+// Mute makes a running node hold every request unanswered (on), and answer the held ones and the
+// next again (off), while it accepts connections and gossip still believes it up: a process
+// stuck in a long pause, or the far end of a half-open connection. Stopping the node ends it.
+func (n *Node) Mute(on bool) {
+	n.opMu.Lock()
+	defer n.opMu.Unlock()
+	n.mu.Lock()
+	if n.state != StateUp && n.state != StateBlackholed {
+		n.mu.Unlock()
+		return
+	}
+	n.muted = on
+	if on {
+		n.holdLocked()
+	} else if n.state != StateBlackholed {
+		n.releaseLocked()
+	}
+	n.mu.Unlock()
+	detail := "on"
+	if !on {
+		detail = "off"
+	}
+	n.record(EventMute, "", detail)
+}
+
+// holdLocked makes requests wait at the gate; releaseLocked lets them through. Called with mu held.
+func (n *Node) holdLocked() {
+	select {
+	case <-n.gateCh:
+		n.gateCh = make(chan struct{})
+	default: // already held: those waiting keep waiting on the same gate
+	}
+}
+
+func (n *Node) releaseLocked() {
+	select {
+	case <-n.gateCh:
+	default:
+		close(n.gateCh)
+	}
+}
+
+// blackholeListener parks the accept loop and fills the accept queue, so that connects hang.
+func (n *Node) blackholeListener(ln *net.TCPListener, paused chan struct{}) {
+	_ = ln.SetDeadline(time.Now()) // wake the accept loop so it parks
+	<-paused
+	if err := setBacklog(ln, 0); err != nil {
+		n.c.cfg.Logf("cqlsim: node %d: blackhole accepts handshakes: %v", n.index, err)
+		return
+	}
+	if plug, err := net.DialTimeout("tcp4", n.addr, 200*time.Millisecond); err == nil {
+		n.mu.Lock()
+		n.plug, n.plugAddr = plug, plug.LocalAddr().String()
+		n.mu.Unlock()
+	}
 }
 
 func (n *Node) blackholeOff() {
@@ -409,23 +495,27 @@ func (n *Node) blackholeOff() {
 	ln, plug := n.ln, n.plug
 	n.plug = nil
 	n.mu.Unlock()
-	_ = setBacklog(ln, normalBacklog)
+	if tcp, ok := ln.(*net.TCPListener); ok {
+		_ = setBacklog(tcp, normalBacklog)
+	}
 	if plug != nil {
 		_ = plug.Close()
 	}
 	n.mu.Lock()
 	n.state = StateUp
-	close(n.gateCh)
+	if !n.muted {
+		n.releaseLocked()
+	}
 	n.mu.Unlock()
 	n.record(EventBlackholeEnd, "", "")
 	n.c.gossip.healed(n.index)
 }
 
 // acceptLoop accepts client connections until the listener closes, parking while blackholed.
-func (n *Node) acceptLoop(ln *net.TCPListener, done chan struct{}) {
+func (n *Node) acceptLoop(ln net.Listener, done chan struct{}) {
 	defer close(done)
 	for {
-		nc, err := ln.AcceptTCP()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -439,7 +529,7 @@ func (n *Node) acceptLoop(ln *net.TCPListener, done chan struct{}) {
 					close(paused)
 				}
 				<-gate
-				_ = ln.SetDeadline(time.Time{})
+				_ = ln.(*net.TCPListener).SetDeadline(time.Time{}) // only a TCP listener has a deadline
 				continue
 			}
 			n.c.cfg.Logf("cqlsim: node %d: accept: %v", n.index, err)
@@ -450,8 +540,12 @@ func (n *Node) acceptLoop(ln *net.TCPListener, done chan struct{}) {
 	}
 }
 
+// ServeConn serves nc, a client connection accepted somewhere else (a TLS listener a test runs,
+// say), as if the node had accepted it; a node that is not up closes it at once.
+func (n *Node) ServeConn(nc net.Conn) { n.accepted(nc) }
+
 // accepted registers and serves a new client connection.
-func (n *Node) accepted(nc *net.TCPConn) {
+func (n *Node) accepted(nc net.Conn) {
 	remote := nc.RemoteAddr().String()
 	n.mu.Lock()
 	if remote == n.plugAddr {
@@ -485,6 +579,20 @@ func (n *Node) connClosed(c *serverConn, reason string) {
 	delete(n.conns, c)
 	n.mu.Unlock()
 	n.record(EventClosed, c.remote, reason)
+}
+
+// Push sends ev from the node to its connections registered for ev's type, whatever gossip
+// believes: a way for tests to make a node repeat itself or lie (DOWN about a node that is up).
+// A node that is not up sends nothing; a connection whose queue is full drops it.
+func (n *Node) Push(ev message.Event) {
+	switch ev.(type) {
+	case *message.StatusChangeEvent:
+		n.pushEvent(primitive.EventTypeStatusChange, ev)
+	case *message.TopologyChangeEvent:
+		n.pushEvent(primitive.EventTypeTopologyChange, ev)
+	case *message.SchemaChangeEvent:
+		n.pushEvent(primitive.EventTypeSchemaChange, ev)
+	}
 }
 
 // pushEvent sends an event to the node's registered connections if the node is up.

@@ -65,6 +65,39 @@ func (p *parser) expect(words ...string) error {
 	return nil
 }
 
+// list reads items separated by commas: between open and close when they are given (where an
+// empty list reads no item), else one item or more.
+func (p *parser) list(open, close string, item func() error) error {
+	if open != "" {
+		if err := p.expect(open); err != nil {
+			return err
+		}
+		if p.accept(close) {
+			return nil
+		}
+	}
+	for {
+		if err := item(); err != nil {
+			return err
+		}
+		if !p.accept(",") {
+			break
+		}
+	}
+	if close != "" {
+		return p.expect(close)
+	}
+	return nil
+}
+
+// noCondition refuses a lightweight transaction's IF clause.
+func (p *parser) noCondition() error {
+	if p.is("if") {
+		return invalidf("conditional statements (IF ...) are not supported by the simulator")
+	}
+	return nil
+}
+
 func (p *parser) unexpected() error {
 	t := p.peek()
 	if t.kind == tokEOF {
@@ -135,17 +168,12 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 	p.accept("distinct")
 	if p.accept("*") {
 		s.star = true
-	} else {
-		for {
-			sel, err := p.selector()
-			if err != nil {
-				return nil, err
-			}
-			s.selectors = append(s.selectors, sel)
-			if !p.accept(",") {
-				break
-			}
-		}
+	} else if err := p.list("", "", func() error {
+		sel, err := p.selector()
+		s.selectors = append(s.selectors, sel)
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	if err := p.expect("from"); err != nil {
 		return nil, err
@@ -165,14 +193,12 @@ func (p *parser) selectStmt() (*selectStmt, error) {
 			if err := p.expect("by"); err != nil {
 				return nil, err
 			}
-			for {
-				if _, err := p.ident(); err != nil {
-					return nil, err
-				}
+			if err := p.list("", "", func() error {
+				_, err := p.ident()
 				_ = p.accept("asc") || p.accept("desc")
-				if !p.accept(",") {
-					break
-				}
+				return err
+			}); err != nil {
+				return nil, err
 			}
 		case p.accept("per"):
 			if err := p.expect("partition", "limit"); err != nil {
@@ -267,16 +293,12 @@ func (p *parser) relations() ([]relation, error) {
 				r.op = "in?"
 				break
 			}
-			if err := p.expect("("); err != nil {
-				return nil, err
-			}
-			for !p.accept(")") {
+			if err := p.list("(", ")", func() error {
 				t, err := p.term()
-				if err != nil {
-					return nil, err
-				}
 				r.values = append(r.values, t)
-				p.accept(",")
+				return err
+			}); err != nil {
+				return nil, err
 			}
 		case p.is("<") || p.is(">") || p.is("<=") || p.is(">=") || p.is("!=") || p.is("contains") || p.is("like"):
 			return nil, invalidf("only = and IN relations are supported by the simulator, got %s", p.peek().text)
@@ -358,38 +380,24 @@ func (p *parser) literal() (*literal, error) {
 			}
 			return &literal{kind: kind, text: "-" + n.text}, nil
 		case "[":
-			p.pos++
 			l := &literal{kind: litList}
-			for !p.accept("]") {
+			return l, p.list("[", "]", func() error {
 				e, err := p.literal()
-				if err != nil {
-					return nil, err
-				}
 				l.elems = append(l.elems, e)
-				p.accept(",")
-			}
-			return l, nil
+				return err
+			})
 		case "{":
-			p.pos++
 			l := &literal{kind: litSet}
-			for !p.accept("}") {
+			return l, p.list("{", "}", func() error {
 				e, err := p.literal()
-				if err != nil {
-					return nil, err
-				}
-				if p.accept(":") {
+				if err == nil && p.accept(":") {
 					l.kind = litMap
-					v, err := p.literal()
-					if err != nil {
-						return nil, err
-					}
 					l.keys = append(l.keys, e)
-					e = v
+					e, err = p.literal()
 				}
 				l.elems = append(l.elems, e)
-				p.accept(",")
-			}
-			return l, nil
+				return err
+			})
 		}
 	}
 	return nil, p.unexpected()
@@ -426,24 +434,18 @@ func (p *parser) usingOpts() ([]usingOpt, error) {
 	}
 }
 
+// identList reads "(a, b, ...)", one name at least.
 func (p *parser) identList() ([]string, error) {
-	if err := p.expect("("); err != nil {
-		return nil, err
-	}
 	var out []string
-	for {
+	err := p.list("(", ")", func() error {
 		id, err := p.ident()
-		if err != nil {
-			return nil, err
-		}
 		out = append(out, id)
-		if p.accept(")") {
-			return out, nil
-		}
-		if err := p.expect(","); err != nil {
-			return nil, err
-		}
+		return err
+	})
+	if err == nil && len(out) == 0 {
+		err = p.unexpected()
 	}
+	return out, err
 }
 
 func (p *parser) insertStmt() (*insertStmt, error) {
@@ -461,42 +463,28 @@ func (p *parser) insertStmt() (*insertStmt, error) {
 	if s.columns, err = p.identList(); err != nil {
 		return nil, err
 	}
-	if err := p.expect("values", "("); err != nil {
+	if err := p.expect("values"); err != nil {
 		return nil, err
 	}
-	for {
+	if err := p.list("(", ")", func() error {
 		t, err := p.term()
-		if err != nil {
-			return nil, err
-		}
 		s.values = append(s.values, t)
-		if p.accept(")") {
-			break
-		}
-		if err := p.expect(","); err != nil {
-			return nil, err
-		}
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	if len(s.values) != len(s.columns) {
 		return nil, invalidf("Unmatched column names/values")
 	}
-	for !p.at(tokEOF) && !p.is(";") {
-		switch {
-		case p.accept("if"):
-			if err := p.expect("not", "exists"); err != nil {
-				return nil, err
-			}
-			s.ifNotExists = true
-		case p.accept("using"):
-			if s.using, err = p.usingOpts(); err != nil {
-				return nil, err
-			}
-		default:
-			// The next statement of a batch; parseStatement rejects anything else.
-			return s, nil
+	if err := p.noCondition(); err != nil {
+		return nil, err
+	}
+	if p.accept("using") {
+		if s.using, err = p.usingOpts(); err != nil {
+			return nil, err
 		}
 	}
-	return s, nil
+	return s, p.noCondition()
 }
 
 func (p *parser) updateStmt() (*updateStmt, error) {
@@ -513,26 +501,23 @@ func (p *parser) updateStmt() (*updateStmt, error) {
 	if err := p.expect("set"); err != nil {
 		return nil, err
 	}
-	for {
+	if err := p.list("", "", func() error {
 		col, err := p.ident()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := p.expect("="); err != nil {
-			return nil, err
+			return err
 		}
 		if p.peek().kind == tokIdent && p.toks[p.pos+1].kind == tokPunct &&
 			(p.toks[p.pos+1].text == "+" || p.toks[p.pos+1].text == "-") {
-			return nil, invalidf("counter and collection arithmetic is not supported by the simulator")
+			return invalidf("counter and collection arithmetic is not supported by the simulator")
 		}
 		v, err := p.term()
-		if err != nil {
-			return nil, err
-		}
 		s.sets = append(s.sets, assignment{column: col, val: v})
-		if !p.accept(",") {
-			break
-		}
+		return err
+	}); err != nil {
+		return nil, err
 	}
 	if err := p.expect("where"); err != nil {
 		return nil, err
@@ -540,25 +525,18 @@ func (p *parser) updateStmt() (*updateStmt, error) {
 	if s.where, err = p.relations(); err != nil {
 		return nil, err
 	}
-	if p.accept("if") {
-		if err := p.expect("exists"); err != nil {
-			return nil, invalidf("conditional updates other than IF EXISTS are not supported by the simulator")
-		}
-		s.ifExists = true
-	}
-	return s, nil
+	return s, p.noCondition()
 }
 
 func (p *parser) deleteStmt() (*deleteStmt, error) {
 	s := &deleteStmt{}
-	for !p.is("from") {
-		col, err := p.ident()
-		if err != nil {
+	if !p.is("from") {
+		if err := p.list("", "", func() error {
+			col, err := p.ident()
+			s.columns = append(s.columns, col)
+			return err
+		}); err != nil {
 			return nil, err
-		}
-		s.columns = append(s.columns, col)
-		if !p.accept(",") {
-			break
 		}
 	}
 	if err := p.expect("from"); err != nil {
@@ -579,13 +557,7 @@ func (p *parser) deleteStmt() (*deleteStmt, error) {
 	if s.where, err = p.relations(); err != nil {
 		return nil, err
 	}
-	if p.accept("if") {
-		if err := p.expect("exists"); err != nil {
-			return nil, invalidf("conditional deletes other than IF EXISTS are not supported by the simulator")
-		}
-		s.ifExists = true
-	}
-	return s, nil
+	return s, p.noCondition()
 }
 
 func (p *parser) ifNotExists() (bool, error) {
@@ -672,21 +644,12 @@ func (p *parser) parseType() (*cqlType, error) {
 		t.frozen = true
 		return t, p.expect(">")
 	case "list", "set", "map":
-		if err := p.expect("<"); err != nil {
-			return nil, err
-		}
 		t := &cqlType{name: name}
-		for {
+		if err := p.list("<", ">", func() error {
 			e, err := p.parseType()
-			if err != nil {
-				return nil, err
-			}
 			t.params = append(t.params, e)
-			if !p.accept(",") {
-				break
-			}
-		}
-		if err := p.expect(">"); err != nil {
+			return err
+		}); err != nil {
 			return nil, err
 		}
 		if want := map[string]int{"list": 1, "set": 1, "map": 2}[name]; len(t.params) != want {
@@ -709,81 +672,53 @@ func (p *parser) createTable() (*createTableStmt, error) {
 	if s.table, err = p.tableName(); err != nil {
 		return nil, err
 	}
-	if err := p.expect("("); err != nil {
-		return nil, err
-	}
-	for {
+	if err := p.list("(", ")", func() error {
 		if p.accept("primary") {
-			if err := p.expect("key", "("); err != nil {
-				return nil, err
+			if err := p.expect("key"); err != nil {
+				return err
 			}
-			if p.is("(") {
-				if s.partitionKey, err = p.identList(); err != nil {
-					return nil, err
-				}
-			} else {
-				pk, err := p.ident()
-				if err != nil {
-					return nil, err
-				}
-				s.partitionKey = []string{pk}
-			}
-			for p.accept(",") {
-				ck, err := p.ident()
-				if err != nil {
-					return nil, err
-				}
-				s.clustering = append(s.clustering, ck)
-			}
-			if err := p.expect(")"); err != nil {
-				return nil, err
-			}
-		} else {
-			name, err := p.ident()
-			if err != nil {
-				return nil, err
-			}
-			typ, err := p.parseType()
-			if err != nil {
-				return nil, err
-			}
-			p.accept("static")
-			if p.accept("primary") {
-				if err := p.expect("key"); err != nil {
-					return nil, err
-				}
-				if s.partitionKey != nil {
-					return nil, invalidf("Multiple PRIMARY KEYs specified (exactly one required)")
-				}
-				s.partitionKey = []string{name}
-			}
-			s.columns = append(s.columns, columnDef{name: name, typ: typ})
+			return p.primaryKey(s)
 		}
-		if p.accept(")") {
-			break
+		name, err := p.ident()
+		if err != nil {
+			return err
 		}
-		if err := p.expect(","); err != nil {
-			return nil, err
+		typ, err := p.parseType()
+		if err != nil {
+			return err
 		}
+		p.accept("static")
+		if p.accept("primary") {
+			if err := p.expect("key"); err != nil {
+				return err
+			}
+			if s.partitionKey != nil {
+				return invalidf("Multiple PRIMARY KEYs specified (exactly one required)")
+			}
+			s.partitionKey = []string{name}
+		}
+		s.columns = append(s.columns, columnDef{name: name, typ: typ})
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	if p.accept("with") {
 		// Table options are accepted and ignored, except the clustering order.
 		for !p.at(tokEOF) && !p.is(";") {
 			if p.accept("clustering") {
-				if err := p.expect("order", "by", "("); err != nil {
+				if err := p.expect("order", "by"); err != nil {
 					return nil, err
 				}
-				for !p.accept(")") {
+				if err := p.list("(", ")", func() error {
 					col, err := p.ident()
-					if err != nil {
-						return nil, err
-					}
 					if p.accept("desc") {
 						s.descending[col] = true
 					} else {
 						p.accept("asc")
 					}
-					p.accept(",")
+					return err
+				}); err != nil {
+					return nil, err
 				}
 				continue
 			}
@@ -803,6 +738,28 @@ func (p *parser) createTable() (*createTableStmt, error) {
 		}
 	}
 	return s, nil
+}
+
+// primaryKey reads "(pk, ck, ...)" or "((pk1, pk2), ck, ...)" after PRIMARY KEY.
+func (p *parser) primaryKey(s *createTableStmt) error {
+	if s.partitionKey != nil {
+		return invalidf("Multiple PRIMARY KEYs specified (exactly one required)")
+	}
+	return p.list("(", ")", func() error {
+		switch {
+		case s.partitionKey != nil:
+			ck, err := p.ident()
+			s.clustering = append(s.clustering, ck)
+			return err
+		case p.is("("):
+			var err error
+			s.partitionKey, err = p.identList()
+			return err
+		}
+		pk, err := p.ident()
+		s.partitionKey = []string{pk}
+		return err
+	})
 }
 
 func (p *parser) dropStmt() (*dropStmt, error) {

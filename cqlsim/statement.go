@@ -55,11 +55,10 @@ type selectStmt struct {
 }
 
 type insertStmt struct {
-	table       tableRef
-	columns     []string
-	values      []term
-	ifNotExists bool
-	using       []usingOpt
+	table   tableRef
+	columns []string
+	values  []term
+	using   []usingOpt
 }
 
 type usingOpt struct {
@@ -73,19 +72,17 @@ type assignment struct {
 }
 
 type updateStmt struct {
-	table    tableRef
-	using    []usingOpt
-	sets     []assignment
-	where    []relation
-	ifExists bool
+	table tableRef
+	using []usingOpt
+	sets  []assignment
+	where []relation
 }
 
 type deleteStmt struct {
-	table    tableRef
-	columns  []string
-	using    []usingOpt
-	where    []relation
-	ifExists bool
+	table   tableRef
+	columns []string
+	using   []usingOpt
+	where   []relation
 }
 
 type createKeyspaceStmt struct {
@@ -126,34 +123,4 @@ type parsed struct {
 	stmt    any
 	markers int      // number of bind markers
 	names   []string // :name of each marker, "" when positional
-}
-
-// kindOf names a statement for errors and ground truth.
-func kindOf(stmt any) string {
-	switch s := stmt.(type) {
-	case *selectStmt:
-		return "SELECT"
-	case *insertStmt:
-		return "INSERT"
-	case *updateStmt:
-		return "UPDATE"
-	case *deleteStmt:
-		return "DELETE"
-	case *createKeyspaceStmt:
-		return "CREATE KEYSPACE"
-	case *createTableStmt:
-		return "CREATE TABLE"
-	case *dropStmt:
-		if s.keyspaceLevel {
-			return "DROP KEYSPACE"
-		}
-		return "DROP TABLE"
-	case *truncateStmt:
-		return "TRUNCATE"
-	case *useStmt:
-		return "USE"
-	case *batchStmt:
-		return "BATCH"
-	}
-	return "UNKNOWN"
 }

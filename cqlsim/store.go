@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"sort"
 	"sync"
-	"sync/atomic"
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 )
@@ -31,8 +30,6 @@ type table struct {
 	// virtual computes a system table's rows as seen from node n, cells aligned with columns. Called with the
 	// store's read lock held; it must not lock the store.
 	virtual func(s *store, n *Node) [][][]byte
-
-	reads atomic.Int64 // SELECTs served, for tests and diagnostics
 
 	rows  []*storedRow          // user table rows in insertion order; guarded by store.mu
 	byKey map[string]*storedRow // primary key -> row; guarded by store.mu

@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
-	"math/big"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -103,8 +101,6 @@ func (t *cqlType) String() string {
 	return s
 }
 
-func (t *cqlType) collection() bool { return t.name == "list" || t.name == "set" || t.name == "map" }
-
 // Encoders for the Go values the system tables hold. They write the native protocol v3+ cell format.
 
 func encText(s string) []byte { return []byte(s) }
@@ -130,8 +126,6 @@ func encInet(ip net.IP) []byte {
 }
 
 func encDouble(v float64) []byte { return binary.BigEndian.AppendUint64(nil, math.Float64bits(v)) }
-
-func encTimestamp(t time.Time) []byte { return encBigint(t.UnixMilli()) }
 
 // encCollection encodes a list or set of already-encoded elements.
 func encCollection(elems [][]byte) []byte {
@@ -174,6 +168,9 @@ func encTextMap(m map[string]string) []byte {
 }
 
 // encodeLiteral encodes a literal written in a statement as a value of type t. A nil result is NULL.
+// Drivers bind values rather than write them, so literals are served for the types statements
+// write by hand (text, integers, boolean, uuid, inet, and lists and sets of them); any other is
+// refused as invalid.
 func encodeLiteral(t *cqlType, l *literal) ([]byte, error) {
 	if l.kind == litNull {
 		return nil, nil
@@ -198,27 +195,6 @@ func encodeLiteral(t *cqlType, l *literal) ([]byte, error) {
 		}
 		out := binary.BigEndian.AppendUint64(nil, uint64(v))
 		return out[8-bits/8:], nil
-	case "varint":
-		if l.kind != litInt {
-			return nil, mismatch()
-		}
-		v, ok := new(big.Int).SetString(l.text, 10)
-		if !ok {
-			return nil, mismatch()
-		}
-		return encVarint(v), nil
-	case "float", "double":
-		if l.kind != litInt && l.kind != litFloat {
-			return nil, mismatch()
-		}
-		v, err := strconv.ParseFloat(l.text, 64)
-		if err != nil {
-			return nil, mismatch()
-		}
-		if t.name == "float" {
-			return binary.BigEndian.AppendUint32(nil, math.Float32bits(float32(v))), nil
-		}
-		return encDouble(v), nil
 	case "boolean":
 		if l.kind != litBool {
 			return nil, mismatch()
@@ -233,47 +209,12 @@ func encodeLiteral(t *cqlType, l *literal) ([]byte, error) {
 			return nil, mismatch()
 		}
 		return encUUID(u), nil
-	case "timestamp":
-		switch l.kind {
-		case litInt:
-			v, err := strconv.ParseInt(l.text, 10, 64)
-			if err != nil {
-				return nil, mismatch()
-			}
-			return encBigint(v), nil
-		case litString:
-			for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05Z0700", "2006-01-02 15:04:05", "2006-01-02"} {
-				if ts, err := time.Parse(layout, l.text); err == nil {
-					return encTimestamp(ts), nil
-				}
-			}
-		}
-		return nil, mismatch()
 	case "inet":
 		ip := net.ParseIP(l.text)
 		if l.kind != litString || ip == nil {
 			return nil, mismatch()
 		}
 		return encInet(ip), nil
-	case "blob":
-		if l.kind != litBlob {
-			return nil, mismatch()
-		}
-		b, err := hex.DecodeString(l.text[2:])
-		if err != nil {
-			return nil, mismatch()
-		}
-		return b, nil
-	case "date":
-		if l.kind != litString {
-			return nil, mismatch()
-		}
-		d, err := time.Parse("2006-01-02", l.text)
-		if err != nil {
-			return nil, mismatch()
-		}
-		days := d.Unix() / 86400
-		return binary.BigEndian.AppendUint32(nil, uint32(days+1<<31)), nil
 	case "list", "set":
 		if l.kind != litList && l.kind != litSet {
 			return nil, mismatch()
@@ -290,50 +231,8 @@ func encodeLiteral(t *cqlType, l *literal) ([]byte, error) {
 			sort.Slice(elems, func(i, j int) bool { return bytes.Compare(elems[i], elems[j]) < 0 })
 		}
 		return encCollection(elems), nil
-	case "map":
-		if l.kind != litMap && !(l.kind == litSet && len(l.elems) == 0) {
-			return nil, mismatch()
-		}
-		out := binary.BigEndian.AppendUint32(nil, uint32(len(l.elems)))
-		for i, e := range l.elems {
-			k, err := encodeLiteral(t.params[0], l.keys[i])
-			if err != nil {
-				return nil, err
-			}
-			v, err := encodeLiteral(t.params[1], e)
-			if err != nil {
-				return nil, err
-			}
-			out = binary.BigEndian.AppendUint32(out, uint32(len(k)))
-			out = append(out, k...)
-			out = binary.BigEndian.AppendUint32(out, uint32(len(v)))
-			out = append(out, v...)
-		}
-		return out, nil
 	}
 	return nil, invalidf("literals of type %s are not supported by the simulator", t)
-}
-
-// encVarint encodes v as a minimal big-endian two's complement integer.
-func encVarint(v *big.Int) []byte {
-	switch v.Sign() {
-	case 0:
-		return []byte{0}
-	case 1:
-		b := v.Bytes()
-		if b[0]&0x80 != 0 {
-			b = append([]byte{0}, b...)
-		}
-		return b
-	}
-	// Negative: two's complement of |v| over enough bytes.
-	n := len(v.Bytes()) + 1
-	mod := new(big.Int).Lsh(big.NewInt(1), uint(8*n))
-	b := new(big.Int).Add(mod, v).Bytes()
-	for len(b) > 1 && b[0] == 0xff && b[1]&0x80 != 0 {
-		b = b[1:]
-	}
-	return b
 }
 
 // parseUUID parses the 36-character textual form.

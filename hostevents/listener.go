@@ -82,7 +82,13 @@ func unwrap(p gocql.HostSelectionPolicy) *listener {
 
 func (l *listener) KeyspaceChanged(e gocql.KeyspaceUpdateEvent) { l.inner.KeyspaceChanged(e) }
 func (l *listener) SetPartitioner(p string)                     { l.inner.SetPartitioner(p) }
-func (l *listener) Init(s *gocql.Session)                       { l.inner.Init(s) }
+
+// Init is called by gocql.NewSession: a session now reports its host events here.
+func (l *listener) Init(s *gocql.Session) {
+	l.inner.Init(s)
+	l.q.sessions.Add(1)
+}
+
 func (l *listener) IsLocal(h *gocql.HostInfo) bool              { return l.inner.IsLocal(h) }
 func (l *listener) Pick(q gocql.ExecutableQuery) gocql.NextHost { return l.inner.Pick(q) }
 

@@ -1,8 +1,10 @@
 package hostevents
 
 import (
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,20 +45,30 @@ func (c QueueConfig) WithDefaults() QueueConfig {
 	return c
 }
 
-// Validate reports a configuration error, judging zero fields by their defaults.
+// ErrInvalidQueueConfig is wrapped by every QueueConfig validation error.
+var ErrInvalidQueueConfig = errors.New("hostevents: invalid queue config")
+
+// Validate reports every invalid field, judging zero fields by their defaults. All errors
+// wrap ErrInvalidQueueConfig.
 func (c QueueConfig) Validate() error {
 	c = c.WithDefaults()
-	switch {
-	case c.Window < 0:
-		return fmt.Errorf("hostevents: Window %v is negative", c.Window)
-	case c.MaxWait < 0:
-		return fmt.Errorf("hostevents: MaxWait %v is negative", c.MaxWait)
-	case c.MaxWait < c.Window:
-		return fmt.Errorf("hostevents: MaxWait %v is shorter than Window %v", c.MaxWait, c.Window)
-	case c.MaxHosts < 0:
-		return fmt.Errorf("hostevents: MaxHosts %d is negative", c.MaxHosts)
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidQueueConfig}, args...)...))
 	}
-	return nil
+	if c.Window < 0 {
+		bad("Window %v is negative", c.Window)
+	}
+	if c.MaxWait < 0 {
+		bad("MaxWait %v is negative", c.MaxWait)
+	}
+	if c.Window >= 0 && c.MaxWait >= 0 && c.MaxWait < c.Window {
+		bad("MaxWait %v is shorter than Window %v", c.MaxWait, c.Window)
+	}
+	if c.MaxHosts < 0 {
+		bad("MaxHosts %d is negative", c.MaxHosts)
+	}
+	return errors.Join(errs...)
 }
 
 // QueueObserver sees every event pushed: each is Received, then at most one of Coalesced
@@ -110,7 +122,13 @@ type Queue struct {
 	lastAt  time.Time      // when it last received an event
 	closed  bool
 	stats   Stats // Pending is derived from len(pending) when read
+
+	sessions atomic.Int64 // gocql sessions that called Init on a listener of this queue
 }
+
+// Sessions is how many gocql sessions have initialised a policy wrapped with q (Wrap, Install).
+// Zero means that no session reports host events here: one created before Install never does.
+func (q *Queue) Sessions() int { return int(q.sessions.Load()) }
 
 // NewQueue validates cfg and starts the Queue's batching goroutine; Close stops it.
 func NewQueue(cfg QueueConfig) (*Queue, error) {

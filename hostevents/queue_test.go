@@ -386,8 +386,12 @@ func TestNewQueueValidates(t *testing.T) {
 		{MaxHosts: -1},
 	} {
 		_, err := NewQueue(cfg)
-		assert.Error(t, err, "%+v", cfg)
+		assert.ErrorIs(t, err, ErrInvalidQueueConfig, "%+v", cfg)
 	}
+	// Every invalid field is reported, not only the first.
+	err := QueueConfig{Window: -time.Millisecond, MaxHosts: -1}.Validate()
+	assert.ErrorContains(t, err, "Window")
+	assert.ErrorContains(t, err, "MaxHosts")
 	got := QueueConfig{}.WithDefaults()
 	assert.Equal(t, QueueConfig{Window: 50 * time.Millisecond, MaxWait: 250 * time.Millisecond, MaxHosts: 4096}, got)
 }

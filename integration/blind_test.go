@@ -18,7 +18,6 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,8 +65,8 @@ func TestBlindShortOutages(t *testing.T) {
 	t.Logf("FIGURE blind recovery after 5 / 6 / 7.5 / 8.5 / 10 s outages (real time): %v", back)
 }
 
-// Virtual time (testing/synctest): the same ControlConnection, dialling an in-memory cluster
-// over net.Pipe, sits through outages of 2 minutes (and 10 minutes, where DelayCap binds) in
+// Virtual time (testing/synctest): the same ControlConnection, dialling a cqlsim cluster in
+// memory (cqlsim.StartInMemory, over net.Pipe), sits through outages of 2 minutes (and 10 minutes, where DelayCap binds) in
 // an instant. Several jitter seeds place the blind attempts differently around the moment
 // the cluster is back.
 func TestBlindLongOutageVirtualTime(t *testing.T) {
@@ -100,12 +99,17 @@ func TestBlindLongOutageVirtualTime(t *testing.T) {
 // connection was, the attempts and dials it made while the cluster was down and how many
 // blind delays DelayCap bound.
 func blindOutageInVirtualTime(t *testing.T, outage time.Duration, seed uint64) (late time.Duration, attempts, dials, capped int) {
-	mc := memcluster.New(memcluster.Config{Nodes: 3})
-	defer mc.Close()
+	sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, sim.Close()) }()
+	var ips []string
+	for _, n := range sim.Nodes() {
+		ips = append(ips, n.IP().String())
+	}
 	rec := newRecorder()
 	src := &lockedRand{next: rand.New(rand.NewPCG(seed, seed)).Float64}
-	cfg := controlconn.Config{ContactPoints: mc.ContactPoints(), Port: memcluster.Port,
-		Conn: controlconn.ConnConfig{Dialer: mc}, Cadence: controlconn.Cadence{}} // the default cadence
+	cfg := controlconn.Config{ContactPoints: ips, Port: sim.Port(),
+		Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{}} // the default cadence
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithRand(src.Float64))
 	require.NoError(t, err)
 	defer cc.Close()
@@ -115,12 +119,12 @@ func blindOutageInVirtualTime(t *testing.T, outage time.Duration, seed uint64) (
 	time.Sleep(reconnect.DefaultStableAfter + time.Second)
 
 	downAt := time.Now()
-	dialsBefore := len(mc.Dials())
-	mc.StopAll()
+	dialsBefore := len(sim.Dials())
+	sim.StopAll()
 	time.Sleep(outage)
 	readyAt := time.Now()
-	dials = len(mc.Dials()) - dialsBefore
-	mc.StartAll()
+	dials = len(sim.Dials()) - dialsBefore
+	require.NoError(t, sim.StartAll())
 	connectedAt, _ := connectedAfter(t, cc, readyAt, 2*reconnect.DefaultDelayCap)
 	return connectedAt.Sub(readyAt), len(rec.attemptsIn(downAt, readyAt)), dials, rec.cappedDelays()
 }

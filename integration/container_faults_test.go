@@ -13,10 +13,12 @@ package integration
 //	full restart (3 s down): connected 68-74 ms after the first CQL port was seen accepting;
 //	  gocql serving from all 3 12-13 ms later; snapshot == truth after each fault
 //
-// Seen on an earlier run, without the test's dial gate: when the client reconnects to the
-// first node back while the others are still cut off, its probes find them down, and as these
-// containers have no gossip nothing announces them UP later; gocql's HostUp for them does not
-// change the snapshot's state (only the planner's beliefs), so they stay down in the snapshot.
+// Known gap, left to the owner of host state: without the test's dial gate (the nodes back one
+// by one, the client reconnecting to the first while the others are still cut off), its probes
+// find the others down, and as these containers have no gossip nothing announces them UP. With
+// gocql's HostUp applied to the snapshot (merged from issue 9) the snapshot then recovered in
+// one run of two; in the other a host stayed down in the snapshot for 30 s though up and
+// serving the session. The gate keeps this test about the partition itself.
 
 import (
 	"context"

@@ -2,7 +2,8 @@ package integration
 
 // Figures of the last run (go test -race ./integration/, 2 shared cores, 2026-11-30):
 //
-//	7 nodes idle 4 s: 1 accepted connection, one client port throughout, nothing closed,
+//	7 nodes idle 4 s: 1 accepted connection on the control node, one client port throughout,
+//	nothing closed there, one probe connect on each of the 6 others after connecting,
 //	4 refreshes, 13 heartbeats (0 failed), 1 connection, 0 losses
 //	(with heartbeats disabled, the same test fails: the server idles the connection out
 //	every 0.7 s and the control connection reconnects three times in 4 s)
@@ -66,18 +67,28 @@ func TestIdleClusterKeepsOneControlConnection(t *testing.T) {
 	isOurs := func(e cqlsim.Event) bool {
 		return (e.Kind == cqlsim.EventAccepted || e.Kind == cqlsim.EventClosed) && e.Client != probeAddr
 	}
-	ours := eventsIn(sim, begin, windowEnd, isOurs)
+	var ours []cqlsim.Event
+	probes := map[int]int{} // by node: the one state probe of each other host after connecting
+	for _, e := range eventsIn(sim, begin, windowEnd, isOurs) {
+		if e.Node == node.Index() {
+			ours = append(ours, e)
+		} else if e.Kind == cqlsim.EventAccepted {
+			probes[e.Node]++
+		}
+	}
 	require.NotEmpty(t, ours)
 	assert.Len(t, ours, 1, "one accepted connection and nothing closed: %v", ours)
 	first := ours[0]
 	assert.Equal(t, cqlsim.EventAccepted, first.Kind)
-	assert.Equal(t, node.Index(), first.Node, "accepted by the node the control connection uses")
+	for n, k := range probes {
+		assert.Equal(t, 1, k, "node %d: at most one probe connect per host per connection", n)
+	}
 
 	refreshes := rec.refreshesIn(windowStart, windowEnd)
 	okBeats, failedBeats := rec.heartbeatsIn(windowStart, windowEnd)
 	st := cc.Status()
-	t.Logf("FIGURE idle %v on 7 nodes (server idle timeout %v, refresh %v, heartbeat %v): %d accepted connection(s), client port %d throughout, %d refreshes, %d heartbeats (%d failed), %d connections, %d losses, recovery #%d",
-		idleWindow, idleServerTimeout, idleRefreshInterval, idleHeartbeat, len(ours), clientPort(t, first.Client),
+	t.Logf("FIGURE idle %v on 7 nodes (server idle timeout %v, refresh %v, heartbeat %v): %d accepted connection(s), client port %d throughout, %d probe connects on other nodes, %d refreshes, %d heartbeats (%d failed), %d connections, %d losses, recovery #%d",
+		idleWindow, idleServerTimeout, idleRefreshInterval, idleHeartbeat, len(ours), clientPort(t, first.Client), len(probes),
 		refreshes, okBeats, failedBeats, len(rec.connections()), len(rec.losses()), st.Recovery)
 	assert.GreaterOrEqual(t, refreshes, int(idleWindow/idleRefreshInterval)-1, "periodic refreshes ran on the connection")
 	assert.GreaterOrEqual(t, okBeats, int(idleWindow/idleHeartbeat)/2, "heartbeats kept it busy")

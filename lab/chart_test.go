@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,67 +23,107 @@ import (
 // TestSVGHasALineAndALegendEntryPerStrategy reads the SVG as a viewer would: a well-formed
 // document whose texts include each strategy's name once (its legend entry), the outage
 // lengths and the axis labels, and whose stroked paths include, for each strategy's colour and
-// dash, one line through a point per outage length (the data) and one short line (the legend's
-// thumbnail), drawn where log scales put them.
+// dash, one line through a point per outage length in each of the two panels (p99 lateness at
+// the left, attempts per outage at the right: both halves of the trade-off) and one short line
+// (the legend's thumbnail), drawn where log scales put them.
 func TestSVGHasALineAndALegendEntryPerStrategy(t *testing.T) {
 	res, err := Run(context.Background(), Config{Samples: 20, Fleet: 10})
 	require.NoError(t, err)
 	svg := parseSVG(t, mustSVG(t, res))
+	outages := res.Config.Outages
 
-	ends := map[string]vertex{} // strategy -> the last point of its line
+	lateness, attempts := map[string][]vertex{}, map[string][]vertex{} // strategy -> its line in each panel
 	for _, s := range res.Strategies {
 		assert.Equal(t, 1, svg.texts[s.Name], "%s: one legend entry", s.ID)
 
-		var lines, thumbnails int
-		var end vertex
+		var data [][]vertex
+		var thumbnails int
 		for _, path := range svg.lines[strokeKey(style(s.ID))] {
 			switch len(path) {
-			case len(res.Config.Outages):
-				lines++
-				end = path[len(path)-1]
+			case len(outages):
+				data = append(data, path)
 			case 2:
 				thumbnails++
 			}
 		}
-		assert.Equal(t, 1, lines, "%s: one line with a point per outage length", s.ID)
+		require.Len(t, data, 2, "%s: a line with a point per outage length in each panel", s.ID)
+		slices.SortFunc(data, func(a, b []vertex) int { return cmp.Compare(a[0].x, b[0].x) })
+		lateness[s.ID], attempts[s.ID] = data[0], data[1]
 		assert.Equal(t, 1, thumbnails, "%s: one legend thumbnail", s.ID)
-		ends[s.ID] = end
 	}
 
-	// Both axes are logarithmic: the decade labels stand evenly apart, the points of a line
-	// stand apart as the logarithms of their outage lengths, and two lines at the longest outage
-	// as the logarithms of their p99s.
-	var decade []float64
-	for _, label := range []string{"0.1", "1", "10", "100", "1000"} {
-		require.Contains(t, svg.textY, label)
-		decade = append(decade, svg.textY[label])
+	// Both axes of both panels are logarithmic: the decade labels stand evenly apart, the points
+	// of a line stand apart as the logarithms of their outage lengths, and two lines at the
+	// longest outage as the logarithms of their values.
+	perDecade := func(labels []string, at func(string) vertex) float64 {
+		t.Helper()
+		var ys []float64
+		for _, label := range labels {
+			require.Contains(t, svg.textAt, label)
+			ys = append(ys, at(label).y)
+		}
+		d := ys[1] - ys[0]
+		for i := 1; i < len(ys); i++ {
+			assert.InDelta(t, d, ys[i]-ys[i-1], 0.05, "decade labels evenly apart: %v", labels)
+		}
+		return d
 	}
-	perDecade := decade[1] - decade[0]
-	for i := 1; i < len(decade); i++ {
-		assert.InDelta(t, perDecade, decade[i]-decade[i-1], 0.05, "decade labels evenly apart")
+	// A number labels the left panel's y axis where it stands leftmost, the right panel's where
+	// it stands rightmost.
+	leftmost := func(label string) vertex {
+		return slices.MinFunc(svg.textAt[label], func(a, b vertex) int { return cmp.Compare(a.x, b.x) })
 	}
-	line := svg.lines[strokeKey(style(Python))][0]
-	outages := res.Config.Outages
-	for i := 2; i < len(line); i++ {
-		assert.InDelta(t, math.Log10(outages[i]/outages[i-1])/math.Log10(outages[1]/outages[0]),
-			(line[i].x-line[i-1].x)/(line[1].x-line[0].x), 0.001, "outage %d", i)
+	rightmost := func(label string) vertex {
+		return slices.MaxFunc(svg.textAt[label], func(a, b vertex) int { return cmp.Compare(a.x, b.x) })
+	}
+	latDecade := perDecade([]string{"0.1", "1", "10", "100", "1000"}, leftmost)
+	attDecade := perDecade([]string{"1", "10", "100", "1000", "10000"}, rightmost)
+	assert.Greater(t, rightmost("10000").x, lateness[Python][len(outages)-1].x, "the attempts axis is right of the lateness panel")
+
+	for _, line := range [][]vertex{lateness[Python], attempts[Python]} {
+		for i := 2; i < len(line); i++ {
+			assert.InDelta(t, math.Log10(outages[i]/outages[i-1])/math.Log10(outages[1]/outages[0]),
+				(line[i].x-line[i-1].x)/(line[1].x-line[0].x), 0.001, "outage %d", i)
+		}
 	}
 	longest := outages[len(outages)-1]
+	end := func(line []vertex) vertex { return line[len(line)-1] }
 	for _, a := range res.Strategies {
 		for _, b := range res.Strategies {
 			ra, _ := res.Row(longest, a.ID)
 			rb, _ := res.Row(longest, b.ID)
-			assert.InDelta(t, math.Log10(ra.P99/rb.P99)*perDecade, ends[a.ID].y-ends[b.ID].y, 0.05,
+			assert.InDelta(t, math.Log10(ra.P99/rb.P99)*latDecade, end(lateness[a.ID]).y-end(lateness[b.ID]).y, 0.05,
 				"at 1h, %s (p99 %.3g s) against %s (%.3g s)", a.ID, ra.P99, b.ID, rb.P99)
+			assert.InDelta(t, math.Log10(ra.Attempts/rb.Attempts)*attDecade, end(attempts[a.ID]).y-end(attempts[b.ID]).y, 0.05,
+				"at 1h, %s (%.4g attempts) against %s (%.4g)", a.ID, ra.Attempts, b.ID, rb.Attempts)
+		}
+	}
+
+	// Lines that meet keep their markers apart: at every outage length, no two strategies'
+	// points stand at the same x (gocql, Rust and ours with evidence all have a p99 near 1 s).
+	for i := range outages {
+		xs := map[float64]string{}
+		for _, s := range res.Strategies {
+			x := math.Round(lateness[s.ID][i].x*10) / 10
+			assert.NotContains(t, xs, x, "outage %d: %s and %s at the same x", i, s.ID, xs[x])
+			xs[x] = s.ID
 		}
 	}
 
 	for _, label := range []string{"10s", "1m", "10m", "1h", "outage length (log scale)",
-		"p99 lateness after the cluster is ready, s (log scale)", "0.1", "1", "10", "100", "1000"} {
+		"p99 lateness after the cluster is ready, s (log scale)", "attempts per outage, mean (log scale)",
+		"0.1", "1", "10", "100", "1000", "10000"} {
 		assert.Contains(t, svg.texts, label)
 	}
 	assert.NotContains(t, svg.texts, "p99 under 0.01 s is drawn at 0.01 s", "nothing is under the floor")
 	assert.Contains(t, svg.fontFamilies, "Liberation Sans,Arial,Helvetica,sans-serif", "a fallback for viewers without Liberation")
+}
+
+// Strategies that share a colour, and those whose p99s meet near 1 s, differ in marker shape.
+func TestMarkersTellMeetingLinesApart(t *testing.T) {
+	for _, pair := range [][2]string{{OursEvidence, Ours}, {Python, PythonHB}, {OursEvidence, Gocql}, {OursEvidence, Rust}, {Gocql, Rust}} {
+		assert.NotEqual(t, fmt.Sprintf("%T", style(pair[0]).glyph), fmt.Sprintf("%T", style(pair[1]).glyph), "%s and %s", pair[0], pair[1])
+	}
 }
 
 func TestPNGIsTheChartAtItsSize(t *testing.T) {
@@ -91,7 +133,7 @@ func TestPNGIsTheChartAtItsSize(t *testing.T) {
 	require.NoError(t, res.WritePNG(&buf))
 	img, err := png.Decode(&buf)
 	require.NoError(t, err)
-	assert.Equal(t, image.Rect(0, 0, 1440, 864), img.Bounds(), "10 × 6 in at 144 dpi")
+	assert.Equal(t, image.Rect(0, 0, 2160, 864), img.Bounds(), "15 × 6 in at 144 dpi")
 
 	colours := map[color.RGBA]int{}
 	b := img.Bounds()
@@ -130,11 +172,11 @@ func TestChartClampsWhatALogAxisCannotShow(t *testing.T) {
 }
 
 func TestChartScales(t *testing.T) {
-	lo, hi := decadeRange([]float64{0.04, 1, 580})
+	lo, hi := decadeRange([]float64{0.04, 1, 580}, latenessFloor)
 	assert.Equal(t, []float64{-2, 3}, []float64{lo, hi})
-	lo, hi = decadeRange([]float64{1})
+	lo, hi = decadeRange([]float64{1}, latenessFloor)
 	assert.Equal(t, []float64{-1, 1}, []float64{lo, hi}, "a single value gets a decade each side")
-	lo, hi = decadeRange([]float64{0.001, 0.5})
+	lo, hi = decadeRange([]float64{0.001, 0.5}, latenessFloor)
 	assert.Equal(t, []float64{-2, 0}, []float64{lo, hi}, "no lower than the floor")
 	assert.Equal(t, "0.01", decadeLabel(-2))
 	assert.Equal(t, "1000", decadeLabel(3))
@@ -161,7 +203,7 @@ func mustSVG(t *testing.T, r *Result) []byte {
 // svgDoc is what the tests read of an SVG chart.
 type svgDoc struct {
 	texts        map[string]int        // text content -> occurrences
-	textY        map[string]float64    // text content -> baseline, up from the bottom (last seen)
+	textAt       map[string][]vertex   // text content -> where each occurrence stands (y up from the bottom)
 	lines        map[string][][]vertex // stroke and dash (strokeKey) -> vertices of each path
 	fontFamilies map[string]bool       // font-family values of the texts
 }
@@ -172,11 +214,11 @@ type vertex struct{ x, y float64 }
 // stroked, unfilled paths.
 func parseSVG(t *testing.T, doc []byte) svgDoc {
 	t.Helper()
-	out := svgDoc{texts: map[string]int{}, textY: map[string]float64{}, lines: map[string][][]vertex{}, fontFamilies: map[string]bool{}}
+	out := svgDoc{texts: map[string]int{}, textAt: map[string][]vertex{}, lines: map[string][][]vertex{}, fontFamilies: map[string]bool{}}
 	dec := xml.NewDecoder(bytes.NewReader(doc))
 	root := ""
 	inText := false
-	var y float64
+	var at vertex
 	for {
 		tok, err := dec.Token()
 		if errors.Is(err, io.EOF) {
@@ -194,9 +236,11 @@ func parseSVG(t *testing.T, doc []byte) svgDoc {
 			case "text":
 				inText = true
 				// vgsvg flips the page so that y runs up, and each text back again.
-				_, err := fmt.Sscanf(attr(el, "y"), "%g", &y)
+				_, err := fmt.Sscanf(attr(el, "y"), "%g", &at.y)
 				require.NoError(t, err)
-				y = -y
+				_, err = fmt.Sscanf(attr(el, "x"), "%g", &at.x)
+				require.NoError(t, err)
+				at.y = -at.y
 				out.fontFamilies[css["font-family"]] = true
 			case "path":
 				if css["fill"] == "none" && css["stroke"] != "" {
@@ -207,7 +251,7 @@ func parseSVG(t *testing.T, doc []byte) svgDoc {
 		case xml.CharData:
 			if inText {
 				out.texts[string(el)]++
-				out.textY[string(el)] = y
+				out.textAt[string(el)] = append(out.textAt[string(el)], at)
 			}
 		case xml.EndElement:
 			inText = false

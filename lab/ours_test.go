@@ -30,15 +30,15 @@ func TestOursSchedule(t *testing.T) {
 	assert.Equal(t, 60*ms, o.connected-5*time.Second)
 
 	// Evidence that arrives while an attempt runs is held and placed when it fails: the attempt
-	// at 2.156 s fails at 2.159 s, the re-armed one starts then, and the blind deadline it leaves
-	// alone (2.159 + 1.3225 s) reconnects.
-	got, o = schedule(t, newC(reconnect.Config{}), 2200*ms, 2157*ms, ms)
-	assert.Equal(t, secs(0, 1.003, 2.156, 2.159, 3.4815), got)
-	assert.Equal(t, 3481500*time.Microsecond, o.connected)
+	// at 2.15 s fails at 2.153 s, the re-armed one starts then, and the blind deadline it leaves
+	// alone (2.15 + 1.3225 s: blind delays count from the attempt's start) reconnects.
+	got, o = schedule(t, newC(reconnect.Config{}), 2200*ms, 2151*ms, ms)
+	assert.Equal(t, secs(0, 1, 2.15, 2.153, 3.4725), got)
+	assert.Equal(t, 3472500*time.Microsecond, o.connected)
 
 	// An attempt that starts just before ready connects on a later address.
-	_, o = schedule(t, newC(reconnect.Config{}), 2157500*time.Microsecond, noEvidence, ms)
-	assert.Equal(t, 2158*ms, o.connected, "third address, dialled at 2.158 s")
+	_, o = schedule(t, newC(reconnect.Config{}), 2151500*time.Microsecond, noEvidence, ms)
+	assert.Equal(t, 2152*ms, o.connected, "third address, dialled at 2.152 s")
 	assert.Equal(t, 3, o.attempts)
 	assert.Equal(t, 3+3+3, o.dials)
 

@@ -297,6 +297,10 @@ func (c *Collectors) Handler() http.Handler { return c.handler }
 // the cap of a zero configuration, and every capped delay sets it too.
 func (c *Collectors) SetDelayCap(d time.Duration) { c.delayCap.Set(d.Seconds()) }
 
+// DelayCapSet implements reconnect.CapObserver: a Recovery or Handler observed by c sets
+// delay_cap_seconds to its configured cap when it is built.
+func (c *Collectors) DelayCapSet(d time.Duration) { c.SetDelayCap(d) }
+
 func (o Options) validate() error {
 	var errs []error
 	for _, part := range []struct{ field, v string }{{"Namespace", o.Namespace}, {"Subsystem", o.Subsystem}} {

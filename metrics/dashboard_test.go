@@ -55,7 +55,9 @@ func TestDashboard(t *testing.T) {
 	for _, v := range d.Templating.List {
 		vars[v.Name] = v.Type
 	}
-	assert.Equal(t, map[string]string{"datasource": "datasource", "job": "query", "instance": "query", "window": "custom"}, vars)
+	assert.Equal(t, map[string]string{"datasource": "datasource", "ns": "textbox", "job": "query", "instance": "query", "window": "custom"}, vars)
+	// Every metric name goes through the namespace variable (Options.Namespace may differ).
+	assert.NotContains(t, string(onDisk), "cqlcontrol_", "metric names use ${ns}_")
 
 	// The names every query uses exist in the collectors (histogram series by family).
 	c, err := New(Options{})
@@ -85,7 +87,8 @@ func TestDashboard(t *testing.T) {
 		for _, tg := range p.Targets {
 			assert.Equal(t, strings.Count(tg.Expr, "("), strings.Count(tg.Expr, ")"), "balanced: %s", tg.Expr)
 			assert.Contains(t, tg.Expr, `job=~"$job", instance=~"$instance"`, "filtered: %s", tg.Expr)
-			names := metricName.FindAllString(tg.Expr, -1)
+			assert.Contains(t, tg.Expr, "${ns}_", "named through the namespace variable: %s", tg.Expr)
+			names := metricName.FindAllString(strings.ReplaceAll(tg.Expr, "${ns}_", DefaultNamespace+"_"), -1)
 			require.NotEmpty(t, names, tg.Expr)
 			for _, n := range names {
 				family, typ := n, families[n]
@@ -106,6 +109,7 @@ func TestDashboard(t *testing.T) {
 		"Recovery latency (loss → connected)", "Reaction latency (evidence → connected)",
 		"Attempts by outcome", "Re-arms accepted", "Re-arms suppressed", "Host events",
 		"Host events coalesced and dropped", "Reconnection state", "Next delay vs delay cap",
+		"Control host", "Metadata refreshes", "Dial duration",
 	} {
 		assert.True(t, titles[title], "panel %q", title)
 	}
@@ -113,7 +117,8 @@ func TestDashboard(t *testing.T) {
 		"cqlcontrol_recovery_seconds", "cqlcontrol_reaction_seconds", "cqlcontrol_attempts_total",
 		"cqlcontrol_rearms_total", "cqlcontrol_rearms_suppressed_total", "cqlcontrol_host_events_total",
 		"cqlcontrol_events_coalesced_total", "cqlcontrol_events_dropped_total", "cqlcontrol_state",
-		"cqlcontrol_next_delay_seconds", "cqlcontrol_delay_cap_seconds",
+		"cqlcontrol_next_delay_seconds", "cqlcontrol_delay_cap_seconds", "cqlcontrol_control_host_info",
+		"cqlcontrol_metadata_refreshes_total", "cqlcontrol_metadata_refresh_seconds", "cqlcontrol_dial_duration_seconds",
 	} {
 		assert.True(t, queried[must], "the dashboard charts %s", must)
 	}

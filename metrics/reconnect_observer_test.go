@@ -253,6 +253,18 @@ func TestNonRetryableSetsDelayCapGauges(t *testing.T) {
 	})
 }
 
+// delay_cap_seconds is the configured cap as soon as a Recovery observed by the collectors
+// is built, before any delay was capped (before, it read the 30 s default until then).
+func TestDelayCapGaugeIsTheConfiguredCapFromTheStart(t *testing.T) {
+	m := newCollectors(t)
+	_, err := reconnect.NewRecovery(reconnect.Config{DelayCap: 5 * time.Second, Observer: m})
+	require.NoError(t, err)
+	assert.Equal(t, 5.0, value(t, m, "cqlcontrol_delay_cap_seconds"))
+	_, err = reconnect.NewRecovery(reconnect.Config{Observer: m})
+	require.NoError(t, err)
+	assert.Equal(t, reconnect.DefaultDelayCap.Seconds(), value(t, m, "cqlcontrol_delay_cap_seconds"), "defaults applied")
+}
+
 func TestCloseDuringAttemptCountsCanceled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := newCollectors(t)

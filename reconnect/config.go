@@ -8,8 +8,8 @@ import (
 
 // Defaults for the zero values of Config.
 const (
-	// DefaultDelayCap is the promise: without evidence, the next attempt is never more than 30 s
-	// after the previous one ends, whatever the policy says.
+	// DefaultDelayCap is the promise: without evidence, the next attempt starts at most 30 s
+	// after the previous one started, whatever the policy says and however long it took.
 	DefaultDelayCap = 30 * time.Second
 	// DefaultMinReArmInterval allows at most two evidence-driven attempts a second.
 	DefaultMinReArmInterval = 500 * time.Millisecond

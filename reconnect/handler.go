@@ -47,10 +47,12 @@ type Handler[C Conn] struct {
 	state  atomic.Int32
 	closed atomic.Bool
 
-	// slotMu guards slot: the one re-arm handed from ReArm callers to run. Later re-arms
-	// coalesce into it, so a flood costs run one wake-up.
-	slotMu sync.Mutex
-	slot   struct {
+	// slotMu guards slot and slotClosed: the one re-arm handed from ReArm callers to run. Later
+	// re-arms coalesce into it, so a flood costs run one wake-up. Close sets slotClosed and
+	// takes what the slot holds, so no re-arm lands in a slot nobody reads any more.
+	slotMu     sync.Mutex
+	slotClosed bool
+	slot       struct {
 		pending bool
 		reason  Reason
 		hint    string
@@ -126,6 +128,11 @@ func (h *Handler[C]) ReArm(r Reason, hint string) {
 		return
 	}
 	h.slotMu.Lock()
+	if h.slotClosed {
+		h.slotMu.Unlock()
+		h.obs.ReArmSuppressed(r, SuppressClosed)
+		return
+	}
 	if h.slot.pending {
 		if hint != "" {
 			h.slot.hint = hint // the latest evidence is the likeliest to still hold
@@ -211,6 +218,16 @@ func (h *Handler[C]) Close() error {
 	h.lifeMu.Unlock()
 
 	h.cancel()
+	// From here no re-arm reaches the slot; one waiting in it is refused now, so it gets its
+	// verdict whether or not run would have looked at it again.
+	h.slotMu.Lock()
+	h.slotClosed = true
+	s := h.slot
+	h.slot.pending, h.slot.hint = false, ""
+	h.slotMu.Unlock()
+	if s.pending {
+		h.obs.ReArmSuppressed(s.reason, SuppressClosed)
+	}
 	close(h.closing)
 	if !started { // no run goroutine: the Recovery is ours
 		h.rec.Close(time.Now())
@@ -235,13 +252,23 @@ func (h *Handler[C]) run() {
 	inFlight := false
 	r.Begin(time.Now())
 	for {
+		// Close first: with Close and a wake-up both pending, a random select could start an
+		// attempt after Close.
 		select {
 		case <-h.closing:
 			h.shutdown(inFlight)
 			return
+		default:
+		}
+		select {
 		case <-h.wake: // take evidence in before a due attempt starts, so it carries the hint
 			h.takeReArm(time.Now())
 		default:
+		}
+		if h.closed.Load() { // Close began while the re-arm was taken; closing follows at once
+			<-h.closing
+			h.shutdown(inFlight)
+			return
 		}
 		now := time.Now()
 		if a, ok := r.StartAttempt(now); ok {
@@ -310,12 +337,16 @@ func (h *Handler[C]) takeReArm(now time.Time) {
 func (h *Handler[C]) shutdown(inFlight bool) {
 	h.rec.Close(time.Now())
 	h.mu.Lock()
-	if h.hasConn {
-		h.closeErr = h.conn.Close()
-		var zero C
-		h.conn, h.hasConn = zero, false
-	}
+	c, had := h.conn, h.hasConn
+	var zero C
+	h.conn, h.hasConn = zero, false
 	h.mu.Unlock()
+	if had { // outside mu: a Close that takes time (or asks for the Status) holds nobody up
+		err := c.Close()
+		h.mu.Lock()
+		h.closeErr = err
+		h.mu.Unlock()
+	}
 	h.publish(StateClosed)
 	if inFlight {
 		// An attempt that honours its context returns at once now; waiting for it means Close

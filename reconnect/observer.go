@@ -70,6 +70,13 @@ type Observer interface {
 	Recovered(r Recovered)
 }
 
+// CapObserver is an optional interface of an Observer: NewRecovery (and so NewHandler) tells
+// it the DelayCap in force, defaults applied, before anything else happens, so that a gauge of
+// the cap is true from the start rather than from the first capped delay.
+type CapObserver interface {
+	DelayCapSet(d time.Duration)
+}
+
 // NopObserver ignores everything; embed it to implement a subset of Observer.
 type NopObserver struct{}
 

@@ -16,15 +16,18 @@ type Attempt struct {
 
 // Recovery is the pure decision core: when to attempt, which attempt is re-armed, what a loss or
 // an error does to the schedule. It has no goroutines and no clock: every method takes now, which
-// must not go backwards. Handler drives one on its goroutine; a virtual-time simulation can drive
-// thousands directly. It is not safe for concurrent use. Steps do not allocate and, given
-// Config.Rand, are deterministic.
+// must not go backwards. Handler drives one on its goroutine; controlconn's ControlConnection
+// drives one on the goroutine that also owns its connection; a virtual-time simulation can
+// drive thousands directly. It is not safe for concurrent use. Steps do not allocate and,
+// given Config.Rand, are deterministic.
 //
 // The rules:
 //
 //   - A recovery starts with an immediate attempt. After the n-th failed blind attempt the blind
-//     timer is set to Policy.Delay(n, u), clamped to DelayCap after jitter, counted from the end of
-//     the attempt.
+//     timer is set to Policy.Delay(n, u), clamped to DelayCap after jitter, counted from the start
+//     of the attempt (as gRPC's connection backoff does): however long an attempt takes, blind
+//     attempts start at most DelayCap apart. An attempt that took longer than the delay is
+//     followed by the next one at once.
 //   - ReArm (evidence that the cluster is back) starts an attempt at the earliest time the rate
 //     limit allows (one re-armed attempt start per MinReArmInterval) if that is before the blind
 //     timer; otherwise it is suppressed. Re-arms during an attempt are held as at most one
@@ -78,6 +81,9 @@ func NewRecovery(cfg Config) (*Recovery, error) {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
+	if co, ok := cfg.Observer.(CapObserver); ok {
+		co.DelayCapSet(cfg.DelayCap)
+	}
 	return &Recovery{
 		policy:      cfg.Policy,
 		delayCap:    cfg.DelayCap,
@@ -193,12 +199,13 @@ func (r *Recovery) failed(now time.Time, permanent bool) {
 	case !r.cur.ReArmed:
 		r.pos++
 		d, capped = r.delay(r.pos)
-		r.blindAt = now.Add(d)
+		r.blindAt = r.curStart.Add(d)
 	case !r.blindAt.After(now):
 		// The blind deadline passed while the re-armed attempt ran: wait one more step of the
-		// same position, rather than firing a blind attempt right behind the failed one.
+		// same position from the re-armed attempt's start, rather than firing a blind attempt
+		// right behind the failed one when that attempt was quick.
 		d, capped = r.delay(max(r.pos, 1))
-		r.blindAt = now.Add(d)
+		r.blindAt = r.curStart.Add(d)
 	}
 	if permanent {
 		r.notBefore = now.Add(r.delayCap)
@@ -207,7 +214,7 @@ func (r *Recovery) failed(now time.Time, permanent bool) {
 		}
 	}
 	r.setState(StateScheduled)
-	r.obs.DelayChosen(r.blindAt.Sub(now), capped)
+	r.obs.DelayChosen(max(r.blindAt.Sub(now), 0), capped)
 	if r.followUp {
 		r.followUp = false
 		r.place(now, r.followUpReason)

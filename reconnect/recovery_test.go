@@ -55,15 +55,25 @@ func TestRecoveryFailedReArmedAttemptKeepsBlindSchedule(t *testing.T) {
 	assert.Equal(t, at(3472500*time.Microsecond+1520875*time.Microsecond), r.NextAt())
 
 	// A re-armed attempt still running when the blind deadline passes: the next blind delay is
-	// taken from the same position (1.15³ s again), neither reset to 1 s nor advanced to 1.15⁴ s.
+	// taken from the same position (1.15³ s again), neither reset to 1 s nor advanced to 1.15⁴ s,
+	// counted from the re-armed attempt's start (4 s), so DelayCap holds however long it ran.
 	require.Empty(t, r.ReArm(at(4*time.Second), reconnect.ReasonHostUp, ""))
 	a, ok := r.StartAttempt(at(4 * time.Second))
 	require.True(t, ok && a.ReArmed)
-	require.Equal(t, reconnect.OutcomeFailure, r.Finish(at(6*time.Second), errDown))
-	assert.Equal(t, at(6*time.Second+1520875*time.Microsecond), r.NextAt())
-	fail(t, r, 6*time.Second+1520875*time.Microsecond, errDown)
-	assert.Equal(t, at(6*time.Second+1520875*time.Microsecond+1749006250), r.NextAt(), "then 1.15⁴ s")
+	require.Equal(t, reconnect.OutcomeFailure, r.Finish(at(5*time.Second), errDown))
+	assert.Equal(t, at(4*time.Second+1520875*time.Microsecond), r.NextAt())
+	fail(t, r, 4*time.Second+1520875*time.Microsecond, errDown)
+	assert.Equal(t, at(4*time.Second+1520875*time.Microsecond+1749006250), r.NextAt(), "then 1.15⁴ s")
 	assert.Equal(t, 7, r.Status().Attempts)
+
+	// One that ran longer than that step: the blind attempt is due as soon as it fails.
+	require.Empty(t, r.ReArm(at(6*time.Second), reconnect.ReasonHostUp, ""))
+	a, ok = r.StartAttempt(at(6 * time.Second))
+	require.True(t, ok && a.ReArmed)
+	require.Equal(t, reconnect.OutcomeFailure, r.Finish(at(9*time.Second), errDown))
+	assert.Equal(t, at(6*time.Second+1749006250), r.NextAt(), "the same 1.15⁴ s from its start, already due")
+	_, ok = r.StartAttempt(at(9 * time.Second))
+	assert.True(t, ok)
 }
 
 func TestRecoveryReArmRateLimitAndCoalescing(t *testing.T) {
@@ -216,4 +226,42 @@ func TestRecoveryStepDoesNotAllocate(t *testing.T) {
 		_ = r.Status()
 	})
 	assert.Zero(t, allocs)
+}
+
+// The blind delay counts from the attempt's start, so slow attempts (a blackholed host held
+// each one for its 5 s connect timeout) cannot stretch the gap between attempt starts past
+// DelayCap. Counted from the end, as before, the next start came at 5 s + 30 s: 35 s apart.
+func TestRecoveryBlindDelayCountsFromAttemptStart(t *testing.T) {
+	r := newRecovery(t, reconnect.Config{Policy: reconnect.Constant{Interval: time.Minute}, DelayCap: 30 * time.Second})
+	r.Begin(t0)
+	a, ok := r.StartAttempt(t0)
+	require.True(t, ok)
+	require.Equal(t, 1, a.N)
+	r.Finish(at(5*time.Second), errDown) // held by a blackholed host's connect timeout
+	assert.Equal(t, at(30*time.Second), r.NextAt(), "DelayCap after the start, not after the end")
+
+	// An attempt that takes longer than the delay is followed at once by the next.
+	r = newRecovery(t, reconnect.Config{Policy: reconnect.Constant{Interval: time.Second}})
+	r.Begin(t0)
+	_, ok = r.StartAttempt(t0)
+	require.True(t, ok)
+	r.Finish(at(5*time.Second), errDown)
+	_, ok = r.StartAttempt(at(5 * time.Second))
+	assert.True(t, ok, "1 s after a start 5 s ago: due now")
+}
+
+// A later re-arm's hint replaces the one of a re-arm still waiting for the rate limit: the
+// attempt starts with the latest evidenced host, the likeliest to still be up.
+func TestRecoveryLaterHintReplacesTheWaitingOne(t *testing.T) {
+	r := newRecovery(t, reconnect.Config{Policy: reconnect.Constant{Interval: 10 * time.Second}})
+	r.Begin(t0)
+	fail(t, r, 0, errDown)
+	require.Empty(t, r.ReArm(at(100*ms), reconnect.ReasonHostUp, "10.0.0.1"))
+	fail(t, r, 100*ms, errDown) // re-armed, failed: the next re-arm waits until 600 ms
+	require.Empty(t, r.ReArm(at(200*ms), reconnect.ReasonHostUp, "10.0.0.2"))
+	require.Equal(t, at(600*ms), r.NextAt(), "held by MinReArmInterval")
+	assert.Equal(t, reconnect.SuppressCoalesced, r.ReArm(at(300*ms), reconnect.ReasonHostUp, "10.0.0.3"))
+	a, ok := r.StartAttempt(at(600 * ms))
+	require.True(t, ok && a.ReArmed)
+	assert.Equal(t, "10.0.0.3", a.Hint, "the latest evidence, not the one that was waiting")
 }

@@ -86,7 +86,7 @@ type demoConfig struct {
 // a gocql session and our ControlConnection side by side, reported as a table (or JSON) on
 // stdout; live progress goes to stderr.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseDemoFlags(args, stderr)
+	cfg, err := parseDemoFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -107,10 +107,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // demoDescription is what "cqlcontrol demo -h" says between the usage line and the flags.
 const demoDescription = `Starts a simulated cluster on loopback, a gocql session and a cqlcontrol control connection,
 restarts the whole cluster and reports how long each took to come back, and how many
-connection attempts each made while the cluster was down.`
+dials (TCP connections to a node) and reconnection attempts each made while the cluster was
+down. Serves /metrics while it runs (--metrics). Takes about 22 s with the defaults: the
+warm-up (StableAfter, 10 s), the outage (--outage) and the recovery, which lasts until
+everything is back, or --wait after the cluster is ready when gocql's pools are slow (see
+--gocql-reconnect-interval). Ctrl-C stops it at any point (exit status 130).`
 
-func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
-	fs := newFlagSet("demo", "[flags]", demoDescription, stderr)
+func parseDemoFlags(args []string, stdout, stderr io.Writer) (demoConfig, error) {
+	fs := newFlagSet("demo", "[flags]", demoDescription, stdout, stderr)
 	var cfg demoConfig
 	fs.DurationVar(&cfg.outage, "outage", defaultDemoOutage, "how long the whole cluster stays down")
 	fs.IntVar(&cfg.nodes, "nodes", defaultDemoNodes, "simulated nodes (on 127.0.0.1, 127.0.0.2, ...)")
@@ -126,20 +130,20 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, error) {
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err
 	}
-	bad := func(format string, a ...any) (demoConfig, error) { return cfg, usageError(fs, format, a...) }
+	bad := func(format string, a ...any) (demoConfig, error) { return cfg, flagError(fs, format, a...) }
 	switch {
 	case fs.NArg() > 0:
 		return bad("unexpected arguments %q", fs.Args())
 	case cfg.outage <= 0:
-		return bad("-outage must be positive, not %v", cfg.outage)
+		return bad("--outage must be positive, not %v", cfg.outage)
 	case cfg.wait <= 0:
-		return bad("-wait must be positive, not %v", cfg.wait)
+		return bad("--wait must be positive, not %v", cfg.wait)
 	case cfg.nodes < 1 || cfg.nodes > 32:
-		return bad("-nodes must be between 1 and 32, not %d", cfg.nodes)
+		return bad("--nodes must be between 1 and 32, not %d", cfg.nodes)
 	case cfg.gocqlReconnect < 0:
-		return bad("-gocql-reconnect-interval must not be negative")
+		return bad("--gocql-reconnect-interval must not be negative")
 	case cfg.port < 0 || cfg.port > 65535:
-		return bad("-port %d is not a port", cfg.port)
+		return bad("--port %d is not a port", cfg.port)
 	}
 	if cfg.seed == 0 {
 		cfg.seed = rand.Uint64()
@@ -180,6 +184,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 	// production, rather than counting as a flap of the initial connection.
 	stable := d.cadence.StableAfter
 	fmt.Fprintf(d.log, "warm-up: until every host answers through gocql and our connection has been up for StableAfter (%v)\n", stable)
+	setPhase(ctx, "during the warm-up (every host answering through gocql, our connection up for StableAfter)")
 	limit := time.Now().Add(stable + 30*time.Second)
 	v, err := d.watch(ctx, "warm-up", func(v demoView) bool {
 		warm := v.dataUsable == len(d.simNodes) && v.ours.State == reconnect.StateConnected &&
@@ -198,13 +203,14 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 	d.restartAt = time.Now()
 	d.sim.StopAll()
 	upAt := d.restartAt.Add(d.cfg.outage)
+	setPhase(ctx, "during the outage (the nodes start again at %s)", upAt.Format("15:04:05.000"))
 	// Progress until the last tick before the end of the outage, then exactly to it.
 	if _, err := d.watch(ctx, "outage", func(v demoView) bool { return upAt.Sub(v.at) < 100*time.Millisecond }); err != nil {
 		return nil, err
 	}
 	select {
 	case <-ctx.Done():
-		return nil, fmt.Errorf("interrupted: %w", ctx.Err())
+		return nil, ctx.Err()
 	case <-time.After(time.Until(upAt)):
 	}
 	startAllAt := time.Now()
@@ -214,6 +220,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 		}
 		return nil, fmt.Errorf("starting the nodes again: %w", err)
 	}
+	setPhase(ctx, "during the recovery (up to --wait %v after the cluster is ready)", d.cfg.wait)
 	v, err = d.watch(ctx, "recovery", func(v demoView) bool {
 		if v.truth.readyAt.IsZero() {
 			return v.at.After(startAllAt.Add(d.cfg.wait))
@@ -233,6 +240,7 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 // setup starts the cluster, the metrics endpoint, the gocql session with the ControlConnection
 // beside it, the demo table and the data path probe.
 func (d *demoRun) setup(ctx context.Context) error {
+	setPhase(ctx, "while starting the simulated cluster")
 	sim, err := startDemoCluster(d.cfg.nodes, d.cfg.port)
 	if err != nil {
 		return err
@@ -250,11 +258,11 @@ func (d *demoRun) setup(ctx context.Context) error {
 	}
 	d.cadence = controlconn.Cadence{}.WithDefaults()
 	d.col.SetDelayCap(d.cadence.DelayCap)
-	if d.metrics, err = serveMetrics(d.cfg.metricsAddr, d.col.Handler()); err != nil {
+	if d.metrics, err = serveMetrics(d.cfg.metricsAddr, metricsHandler(d.col)); err != nil {
 		return err
 	}
 	if d.metrics != nil {
-		fmt.Fprintf(d.log, "metrics: %s\n", d.metrics.url)
+		fmt.Fprintf(d.log, "metrics: %s (served while the demo runs)\n", d.metrics.url)
 	}
 
 	d.ours = &ourRecorder{Collectors: d.col}
@@ -279,14 +287,32 @@ func (d *demoRun) setup(ctx context.Context) error {
 	if d.cc, err = controlconn.New(cluster, controlconn.Cadence{}, opts...); err != nil {
 		return err
 	}
-	if d.session, err = cluster.CreateSession(); err != nil { // after New: its listener is installed
-		return fmt.Errorf("gocql session: %w", err)
+	// After New: its listener is installed. CreateSession takes no context: it runs on a
+	// goroutine of its own, abandoned (its session closed when it comes) if ctx ends first.
+	setPhase(ctx, "while waiting for gocql's CreateSession")
+	sctx, cancelSession := context.WithCancel(ctx)
+	defer cancelSession()
+	sessions := make(chan sessionResult)
+	go openSession(sctx, cluster, sessions)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case r := <-sessions:
+		if r.err != nil {
+			return fmt.Errorf("gocql session: %w", r.err)
+		}
+		d.session = r.session
 	}
+	setPhase(ctx, "while waiting for the control connection's first connection")
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := d.cc.Start(startCtx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return fmt.Errorf("control connection: %w", err)
 	}
+	setPhase(ctx, "while creating the demo table")
 
 	for _, stmt := range demoSchema {
 		if err := d.session.Query(stmt).WithContext(ctx).Exec(); err != nil {
@@ -455,8 +481,7 @@ func (d *demoRun) watch(ctx context.Context, phase string, done func(demoView) b
 		}
 		select {
 		case <-ctx.Done():
-			fmt.Fprintf(d.log, "interrupted during the %s\n", phase)
-			return v, fmt.Errorf("interrupted: %w", ctx.Err())
+			return v, ctx.Err()
 		case <-tick.C:
 		}
 	}
@@ -496,6 +521,15 @@ func (d *demoRun) report(phase string, v demoView) {
 	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
 	for _, l := range lines {
 		fmt.Fprintln(d.log, l.text)
+	}
+	// The one wait that can last: gocql's pools of the hosts other than its control host.
+	if !t.readyAt.IsZero() && !v.oursBackAt.IsZero() && !v.gocqlBackAt.IsZero() && !v.dataFirstAt.IsZero() &&
+		v.dataAllAt.IsZero() && v.at.Sub(v.dataFirstAt) > time.Second && !d.said["stall"] {
+		d.said["stall"] = true
+		fmt.Fprintf(d.log, "  waiting: gocql's data path has not reached every host; gocql reopens the pools of hosts other than\n"+
+			"  its control host on node-UP events or its ReconnectInterval tick (%v), so the demo may wait\n"+
+			"  until %s (--wait %v after ready)\n",
+			fmtSeconds(d.cfg.gocqlReconnect.Seconds()), rel(t.readyAt.Add(d.cfg.wait)), d.cfg.wait)
 	}
 	if v.at.Sub(d.lastLine) < time.Second {
 		return
@@ -840,17 +874,16 @@ type demoResult struct {
 	GocqlDatapathRecoveryS  *float64 `json:"gocql_datapath_recovery_s"`  // first read answered
 	GocqlDatapathAllHostsS  *float64 `json:"gocql_datapath_all_hosts_s"` // every host usable
 	WaitedS                 float64  `json:"waited_s"`                   // how long after ready the demo watched
-	ControlconnAttempts     int      `json:"controlconn_attempts"`       // our dials in the outage
-	ControlconnReconnects   int      `json:"controlconn_reconnect_attempts"`
-	ControlconnReArmed      bool     `json:"controlconn_rearmed"`    // back through a re-arm by gocql's host events
-	ControlconnEvidenceS    *float64 `json:"controlconn_evidence_s"` // first such evidence, after ready
-	GocqlControlAttempts    int      `json:"gocql_control_attempts"` // gocql control-connection dials in the outage
-	GocqlPoolAttempts       int      `json:"gocql_pool_attempts"`    // gocql pool dials in the outage
+	ControlconnDials        int      `json:"controlconn_dials"`          // our dials in the outage
+	ControlconnAttempts     int      `json:"controlconn_attempts"`       // our reconnection attempts in the outage
+	ControlconnReArmed      bool     `json:"controlconn_rearmed"`        // back through a re-arm by gocql's host events
+	ControlconnEvidenceS    *float64 `json:"controlconn_evidence_s"`     // first such evidence, after ready
+	GocqlControlDials       int      `json:"gocql_control_dials"`        // gocql control-connection dials in the outage
+	GocqlPoolDials          int      `json:"gocql_pool_dials"`           // gocql pool dials in the outage
 	GocqlReconnectIntervalS float64  `json:"gocql_reconnect_interval_s"`
 	RecoveryPromiseS        float64  `json:"recovery_promise_s"`
 	ContractMet             bool     `json:"contract_met"`
 	Seed                    uint64   `json:"seed"`
-	MetricsURL              string   `json:"metrics_url,omitempty"`
 }
 
 func (d *demoRun) result(v demoView) *demoResult {
@@ -872,12 +905,12 @@ func (d *demoRun) result(v demoView) *demoResult {
 		GocqlDatapathRecoveryS:  since(v.dataFirstAt),
 		GocqlDatapathAllHostsS:  since(v.dataAllAt),
 		WaitedS:                 seconds(v.at.Sub(t.readyAt)),
-		ControlconnAttempts:     v.oursDials,
-		ControlconnReconnects:   v.oursAttempts,
+		ControlconnDials:        v.oursDials,
+		ControlconnAttempts:     v.oursAttempts,
 		ControlconnReArmed:      v.oursReArmed,
 		ControlconnEvidenceS:    since(v.oursEvidenceAt),
-		GocqlControlAttempts:    v.gocqlCtlDials,
-		GocqlPoolAttempts:       v.gocqlPoolDials,
+		GocqlControlDials:       v.gocqlCtlDials,
+		GocqlPoolDials:          v.gocqlPoolDials,
 		GocqlReconnectIntervalS: seconds(d.cfg.gocqlReconnect),
 		RecoveryPromiseS:        seconds(demoRecoveryPromise),
 		Seed:                    d.cfg.seed,
@@ -885,11 +918,8 @@ func (d *demoRun) result(v demoView) *demoResult {
 	if !t.allUpAt.IsZero() {
 		r.AllNodesUpS = seconds(t.allUpAt.Sub(t.readyAt))
 	}
-	if d.metrics != nil {
-		r.MetricsURL = d.metrics.url
-	}
 	r.ContractMet = r.ControlconnRecoveryS != nil && *r.ControlconnRecoveryS <= seconds(demoRecoveryPromise) &&
-		r.ControlconnAttempts < r.GocqlControlAttempts
+		r.ControlconnDials < r.GocqlControlDials
 	return r
 }
 
@@ -919,12 +949,12 @@ func (r *demoResult) writeTable(w io.Writer) error {
 	fmt.Fprintf(w, "cqlcontrol demo: full-cluster restart of %d simulated nodes (port %d), outage %.3f s\n\n", r.Nodes, r.Port, r.OutageS)
 	fmt.Fprintf(w, "cluster ready (first node accepting) %.3f s after the first node stopped; all nodes up %.3f s after ready\n\n", r.OutageS, r.AllNodesUpS)
 	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
-	fmt.Fprintln(tw, "\tback after ready\tconnection attempts during the outage")
-	fmt.Fprintf(tw, "cqlcontrol control connection\t%s\t%d (%d reconnection attempts)\n", dur(r.ControlconnRecoveryS), r.ControlconnAttempts, r.ControlconnReconnects)
-	fmt.Fprintf(tw, "gocql control connection\t%s\t%d\n", dur(r.GocqlControlRecoveryS), r.GocqlControlAttempts)
-	fmt.Fprintf(tw, "gocql pools\t-\t%d\n", r.GocqlPoolAttempts)
-	fmt.Fprintf(tw, "gocql data path: first read answered\t%s\t-\n", dur(r.GocqlDatapathRecoveryS))
-	fmt.Fprintf(tw, "gocql data path: every host usable\t%s\t-\n", allHosts)
+	fmt.Fprintln(tw, "\tback after ready\tdials during the outage\tattempts during the outage")
+	fmt.Fprintf(tw, "cqlcontrol control connection\t%s\t%d\t%d\n", dur(r.ControlconnRecoveryS), r.ControlconnDials, r.ControlconnAttempts)
+	fmt.Fprintf(tw, "gocql control connection\t%s\t%d\t-\n", dur(r.GocqlControlRecoveryS), r.GocqlControlDials)
+	fmt.Fprintf(tw, "gocql pools\t-\t%d\t-\n", r.GocqlPoolDials)
+	fmt.Fprintf(tw, "gocql data path: first read answered\t%s\t-\t-\n", dur(r.GocqlDatapathRecoveryS))
+	fmt.Fprintf(tw, "gocql data path: every host usable\t%s\t-\t-\n", allHosts)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -942,17 +972,19 @@ func (r *demoResult) writeTable(w io.Writer) error {
 		fmt.Fprintf(w, "\ncqlcontrol came back on its blind schedule, before any evidence from gocql.\n")
 	}
 	fmt.Fprintf(w, "contract: cqlcontrol back within %.1f s of ready: %s (%s)\n", r.RecoveryPromiseS, yes(r.ControlconnRecoveryS != nil && *r.ControlconnRecoveryS <= r.RecoveryPromiseS), ours)
-	fmt.Fprintf(w, "          fewer connection attempts than gocql's control connection: %s (%d < %d)\n",
-		yes(r.ControlconnAttempts < r.GocqlControlAttempts), r.ControlconnAttempts, r.GocqlControlAttempts)
+	fmt.Fprintf(w, "          fewer dials than gocql's control connection: %s (%d < %d)\n",
+		yes(r.ControlconnDials < r.GocqlControlDials), r.ControlconnDials, r.GocqlControlDials)
 	fmt.Fprintf(w, `
 ready      ground truth from the simulator: the first node accepting CQL connections again.
 back       ours: connected, events registered, metadata read. gocql's: a dial of its control
            connection completed its handshake (seen through gocql's ConnectObserver).
-attempts   connections dialled, one per host, from the first node stopping until ready. gocql's
-           control connection's dials are told from its pools' by who dials (gocql v1.7.0's
-           controlConn on the dialling goroutine's stack). While the whole cluster is down gocql's
-           pools dial only once per host, as it stops; they wait for ReconnectInterval after that.
-           Ours: one reconnection attempt dials several hosts, staggered.
+dials      TCP connections opened, one per host dialled, from the first node stopping until
+           ready: what the cluster sees. gocql's control connection's dials are told from its
+           pools' by who dials (gocql v1.7.0's controlConn on the dialling goroutine's stack).
+           While the whole cluster is down gocql's pools dial only once per host, as it stops;
+           they wait for ReconnectInterval after that.
+attempts   ours: reconnection attempts in the same window; one attempt dials the hosts of its
+           plan, staggered, until one answers, so it may count several dials.
 data path  a gocqlx read of one row pinned to each host every %v; a host is usable once its
            read answers. After a full restart gocql reopens the pools of hosts other than its
            control host only on node-UP events its control connection catches, else on its next
@@ -961,9 +993,6 @@ cadence    ours: the defaults (1 s backoff x1.15 up to 30 s, +-10 %% jitter, Del
            re-armed by gocql's host events; jitter seed %d.
            gocql: its defaults, ReconnectInterval %s.
 `, probeInterval, r.Seed, fmtSeconds(r.GocqlReconnectIntervalS))
-	if r.MetricsURL != "" {
-		fmt.Fprintf(w, "metrics    %s (served while the demo ran)\n", r.MetricsURL)
-	}
 	return nil
 }
 

@@ -35,7 +35,7 @@ func TestDemoJSONFullRestart(t *testing.T) {
 	var keys map[string]any
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &keys), "stdout is one JSON object")
 	for _, k := range []string{"outage_s", "controlconn_recovery_s", "gocql_control_recovery_s",
-		"gocql_datapath_recovery_s", "controlconn_attempts", "gocql_control_attempts"} {
+		"gocql_datapath_recovery_s", "controlconn_dials", "controlconn_attempts", "gocql_control_dials"} {
 		assert.Contains(t, keys, k)
 	}
 
@@ -45,8 +45,9 @@ func TestDemoJSONFullRestart(t *testing.T) {
 	require.NotNil(t, res.ControlconnRecoveryS, "our control connection came back")
 	assert.GreaterOrEqual(t, *res.ControlconnRecoveryS, 0.0)
 	assert.LessOrEqual(t, *res.ControlconnRecoveryS, 1.5, "back within 1.5 s of the cluster being ready")
-	assert.Positive(t, res.ControlconnAttempts, "we dialled during the outage")
-	assert.Less(t, res.ControlconnAttempts, res.GocqlControlAttempts, "fewer dials than gocql's control connection")
+	assert.Positive(t, res.ControlconnDials, "we dialled during the outage")
+	assert.LessOrEqual(t, res.ControlconnAttempts, res.ControlconnDials, "an attempt dials at least one host")
+	assert.Less(t, res.ControlconnDials, res.GocqlControlDials, "fewer dials than gocql's control connection")
 	require.NotNil(t, res.GocqlControlRecoveryS, "gocql's control connection came back")
 	require.NotNil(t, res.GocqlDatapathRecoveryS, "gocql's data path answered again")
 	assert.GreaterOrEqual(t, *res.GocqlDatapathRecoveryS, 0.0)
@@ -69,10 +70,13 @@ func TestDemoFlagErrors(t *testing.T) {
 		var stderr bytes.Buffer
 		err := runDemo(context.Background(), args, &bytes.Buffer{}, &stderr)
 		assert.ErrorIs(t, err, errUsage, "%q", args)
-		assert.Contains(t, stderr.String(), "usage: cqlcontrol demo", "%q", args)
+		assert.Contains(t, stderr.String(), "cqlcontrol demo: ", "%q", args)
+		assert.Contains(t, stderr.String(), "(see 'cqlcontrol demo --help')\n", "%q", args)
 	}
-	err := runDemo(context.Background(), []string{"-h"}, &bytes.Buffer{}, &bytes.Buffer{})
+	var stdout bytes.Buffer
+	err := runDemo(context.Background(), []string{"-h"}, &stdout, &bytes.Buffer{})
 	assert.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, stdout.String(), "usage: cqlcontrol demo")
 }
 
 // The ground truth of a restart is read from the simulator's records: stopped when the first
@@ -109,23 +113,26 @@ func TestDemoTable(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	res := &demoResult{
 		Nodes: 3, Port: 9042, OutageS: 10.001, ControlconnRecoveryS: f(0.412), GocqlControlRecoveryS: f(0.998),
-		GocqlDatapathRecoveryS: f(1.102), WaitedS: 25, ControlconnAttempts: 21, ControlconnReconnects: 7,
-		ControlconnReArmed: true, ControlconnEvidenceS: f(0.35), GocqlControlAttempts: 66, GocqlPoolAttempts: 3, GocqlReconnectIntervalS: 60,
-		RecoveryPromiseS: 1.5, Seed: 7, MetricsURL: "http://127.0.0.1:1234/metrics",
+		GocqlDatapathRecoveryS: f(1.102), WaitedS: 25, ControlconnDials: 21, ControlconnAttempts: 7,
+		ControlconnReArmed: true, ControlconnEvidenceS: f(0.35), GocqlControlDials: 66, GocqlPoolDials: 3, GocqlReconnectIntervalS: 60,
+		RecoveryPromiseS: 1.5, Seed: 7,
 	}
 	var b strings.Builder
 	require.NoError(t, res.writeTable(&b))
 	out := b.String()
 	t.Log("\n" + out)
 	assert.Contains(t, out, "through a re-arm: gocql's pools saw a host up 0.350 s after ready")
-	assert.Contains(t, out, "21 (7 reconnection attempts)")
+	assert.Regexp(t, `cqlcontrol control connection\s+0\.412 s\s+21\s+7\n`, out, "dials and attempts in columns of their own")
+	assert.NotContains(t, out, " connection attempts", "one vocabulary: dials and attempts, each defined")
+	assert.Contains(t, out, "dials      TCP connections opened")
+	assert.Contains(t, out, "attempts   ours: reconnection attempts")
 	assert.Contains(t, out, "> 25.000 s (gocql ReconnectInterval 60s)")
 	assert.Contains(t, out, "back within 1.5 s of ready: yes (0.412 s)")
-	assert.Contains(t, out, "fewer connection attempts than gocql's control connection: yes (21 < 66)")
-	assert.Contains(t, out, "http://127.0.0.1:1234/metrics")
+	assert.Contains(t, out, "fewer dials than gocql's control connection: yes (21 < 66)")
+	assert.NotContains(t, out, "/metrics", "the metrics URL is said at the start, while it is served")
 
 	res.ControlconnRecoveryS = nil
-	res.ControlconnAttempts = 70
+	res.ControlconnDials = 70
 	b.Reset()
 	require.NoError(t, res.writeTable(&b))
 	assert.Contains(t, b.String(), "back within 1.5 s of ready: NO (not back)")

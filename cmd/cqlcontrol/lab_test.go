@@ -29,7 +29,7 @@ func TestLabWritesTheChartsItIsAskedFor(t *testing.T) {
 	defer f.Close()
 	cfg, err := png.DecodeConfig(f)
 	require.NoError(t, err)
-	assert.Equal(t, [2]int{1440, 864}, [2]int{cfg.Width, cfg.Height})
+	assert.Equal(t, [2]int{2160, 864}, [2]int{cfg.Width, cfg.Height})
 }
 
 func TestLabWritesNoChartUnlessAsked(t *testing.T) {
@@ -41,4 +41,39 @@ func TestLabWritesNoChartUnlessAsked(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
+}
+
+// Zero is refused with the flag's name rather than replaced by the default (issue: --nodes 0
+// and --samples 0 ran with the defaults).
+func TestLabRejectsZeroes(t *testing.T) {
+	for _, c := range []struct{ flag, want string }{
+		{"--samples", "--samples must be at least 1, not 0"},
+		{"--nodes", "--nodes must be at least 1, not 0"},
+		{"--fleet", "--fleet must be at least 1, not 0"},
+		{"--dial", "--dial must be positive, not 0s"},
+		{"--delay-cap", "--delay-cap must be positive, not 0s"},
+	} {
+		var stderr bytes.Buffer
+		err := runLab(context.Background(), []string{c.flag, "0"}, &bytes.Buffer{}, &stderr)
+		assert.ErrorIs(t, err, errUsage, c.flag)
+		assert.Contains(t, stderr.String(), c.want)
+	}
+}
+
+// A chart file named for another format is refused, and nothing is written (issue: --png x.jpg
+// wrote a PNG named .jpg).
+func TestLabRefusesAChartFileOfAnotherFormat(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ flag, file, want string }{
+		{"--png", "x.jpg", `--png writes PNG: "` + filepath.Join(dir, "x.jpg") + `" should end in .png`},
+		{"--svg", "x.png", `--svg writes SVG: "` + filepath.Join(dir, "x.png") + `" should end in .svg`},
+	} {
+		var stderr bytes.Buffer
+		err := runLab(context.Background(), []string{c.flag, filepath.Join(dir, c.file)}, &bytes.Buffer{}, &stderr)
+		assert.ErrorIs(t, err, errUsage, c.flag)
+		assert.Contains(t, stderr.String(), c.want)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing written")
 }

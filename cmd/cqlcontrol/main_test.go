@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -8,7 +9,15 @@ import (
 
 // TestMain checks that no command leaves a goroutine behind. gocql v1.7.0's pool
 // reconnect goroutines can outlive Session.Close by up to a second, so they are ignored.
+//
+// With CQLCONTROL_TEST_AS_CLI=1 the test binary is the cqlcontrol command instead (os.Args[2:]
+// are its arguments), so that tests can run it as a process: signals and exit statuses.
 func TestMain(m *testing.M) {
+	if os.Getenv("CQLCONTROL_TEST_AS_CLI") == "1" {
+		os.Args = append([]string{"cqlcontrol"}, os.Args[2:]...)
+		main()
+		return
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connect"),
 		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connectMany"),

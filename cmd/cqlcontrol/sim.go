@@ -24,7 +24,7 @@ import (
 // It prints one line on stdout once everything listens ("ready cql=ADDR,... control=URL") and logs to
 // stderr. It runs until ctx is canceled (SIGINT, SIGTERM), then closes the API and the cluster.
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	opts, err := parseSimFlags(args, stderr)
+	opts, err := parseSimFlags(args, stdout, stderr)
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		c, err = cqlsim.Start(opts.cfg)
 	}
 	if err != nil {
-		return err
+		return errors.New(simFlagNames.Replace(err.Error()))
 	}
 	defer c.Close()
 	logCluster(logger, c, opts)
@@ -89,6 +89,21 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
+// Bounds of sim's flags: every node holds a listener and its clients' sockets, so thousands of
+// nodes run out of file descriptors; a real node has at most 1536 tokens (vnodes).
+const (
+	maxSimNodes  = 1000
+	maxSimTokens = 1536
+)
+
+// simFlagNames names the flags behind cqlsim.Config's fields, for the errors cqlsim reports in
+// its own (Go) terms, such as a release_version it cannot parse.
+var simFlagNames = strings.NewReplacer(
+	"cqlsim: ReleaseVersion", "--release-version",
+	"cqlsim: BaseIP", "--base-ip",
+	"cqlsim: TokensPerNode", "--tokens",
+)
+
 // simOptions are the parsed flags of "cqlcontrol sim".
 type simOptions struct {
 	cfg     cqlsim.Config
@@ -106,11 +121,11 @@ func (o simOptions) staticCfg() cqlsim.StaticConfig {
 	return cqlsim.StaticConfig{Config: cfg, Listen: o.listen, Advertise: o.advert, Peers: o.peers, ProbeInterval: o.probe}
 }
 
-func parseSimFlags(args []string, stderr io.Writer) (simOptions, error) {
-	fs := newFlagSet("sim", "[flags]", simDescription, stderr)
+func parseSimFlags(args []string, stdout, stderr io.Writer) (simOptions, error) {
+	fs := newFlagSet("sim", "[flags]", simDescription, stdout, stderr)
 	var o simOptions
 	cfg := &o.cfg
-	fs.IntVar(&cfg.Nodes, "nodes", 3, "nodes in the cluster; node i listens on base-ip + i")
+	fs.IntVar(&cfg.Nodes, "nodes", 3, fmt.Sprintf("nodes in the cluster, 1 to %d; node i listens on --base-ip + i", maxSimNodes))
 	fs.IntVar(&cfg.Port, "port", 9042, "CQL port shared by every node (0 picks one free on every node address)")
 	fs.StringVar(&cfg.BaseIP, "base-ip", cqlsim.DefaultBaseIP, "address of node 0")
 	fs.StringVar(&o.control, "control", "127.0.0.1:7070", "`address` of the HTTP JSON control API (port 0 picks one; empty turns it off)")
@@ -155,17 +170,30 @@ func parseSimFlags(args []string, stderr io.Writer) (simOptions, error) {
 	} else if set["probe-interval"] {
 		return bad("--probe-interval applies with --listen/--advertise/--peers only")
 	}
-	if cfg.Nodes < 0 {
-		return bad("--nodes must be >= 0, got %d", cfg.Nodes)
+	switch {
+	case cfg.Nodes < 1 || cfg.Nodes > maxSimNodes:
+		return bad("--nodes must be from 1 to %d, not %d", maxSimNodes, cfg.Nodes)
+	case cfg.Port < 0 || cfg.Port > 65535:
+		return bad("--port must be from 0 to 65535, not %d", cfg.Port)
+	case cfg.Racks < 1:
+		return bad("--racks must be at least 1, not %d", cfg.Racks)
+	case cfg.TokensPerNode < 1 || cfg.TokensPerNode > maxSimTokens:
+		return bad("--tokens must be from 1 to %d, not %d", maxSimTokens, cfg.TokensPerNode)
+	case cfg.IdleTimeout < 0:
+		return bad("--idle-timeout must not be negative, not %v", cfg.IdleTimeout)
+	case (cfg.Username == "") != (cfg.Password == ""):
+		return bad("--username and --password go together")
+	case o.probe <= 0:
+		return bad("--probe-interval must be positive, not %v", o.probe)
 	}
-	if o.probe <= 0 {
-		return bad("--probe-interval must be > 0, got %v", o.probe)
+	if net.ParseIP(cfg.BaseIP).To4() == nil {
+		return bad("--base-ip %q is not an IPv4 address", cfg.BaseIP)
 	}
 	// cqlsim reads a zero delay as "the default" and a negative one as "at once"; here 0 means at once.
 	for _, d := range []*time.Duration{&cfg.GossipDelay, &cfg.StopAnnounceDelay, &cfg.KillDetectDelay} {
 		switch {
 		case *d < 0:
-			return bad("delays must be >= 0, got %v", *d)
+			return bad("--gossip-delay, --stop-announce-delay and --kill-detect-delay must not be negative, not %v", *d)
 		case *d == 0:
 			*d = -1
 		}
@@ -176,7 +204,9 @@ func parseSimFlags(args []string, stderr io.Writer) (simOptions, error) {
 // simEndpoints lists the control API; GET / answers it too.
 const simEndpoints = `  GET    /nodes                  the nodes and their state (GET /nodes/{n}: one)
   POST   /nodes/{n}/{op}         op: stop, start, kill, blackhole, unblackhole
-  POST   /cluster/{op}           op: stop, start, restart (?outage=5s: how long it stays down)
+  POST   /cluster/{op}           op: stop, start, restart (?outage=5s: how long it stays down;
+                                 the request blocks for the outage and answers once the
+                                 nodes are started again: run it in the background, e.g. curl &)
   POST   /nodes                  add a node at the next address
   DELETE /nodes/{n}              remove (decommission) node n
   GET    /events                 recorded ground truth (?since=SEQ: from that record on;

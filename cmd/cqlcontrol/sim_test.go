@@ -39,29 +39,11 @@ func (w *simStdout) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// simStderr is runSim's stderr.
-type simStderr struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *simStderr) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *simStderr) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // simProcess is runSim running in the test, as the command would.
 type simProcess struct {
 	cql     []string // contact points from the ready line
 	control string   // control API URL from the ready line
-	stderr  *simStderr
+	stderr  *syncBuffer
 	stop    func() error // cancels the context and returns runSim's result
 }
 
@@ -70,7 +52,7 @@ func startSim(t *testing.T, args ...string) *simProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &simStdout{ready: make(chan string, 1)}
 	ready := out.ready
-	errOut := &simStderr{}
+	errOut := &syncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- runSim(ctx, args, out, errOut) }()
 	p := &simProcess{stderr: errOut}
@@ -335,10 +317,38 @@ func TestSimFlags(t *testing.T) {
 		assert.ErrorIs(t, err, errUsage, "%q", args)
 		assert.NotEmpty(t, stderr.String(), "%q explains itself", args)
 	}
-	var stderr bytes.Buffer
-	assert.ErrorIs(t, runSim(context.Background(), []string{"-h"}, io.Discard, &stderr), flag.ErrHelp)
-	assert.Contains(t, stderr.String(), "POST   /nodes/{n}/{op}")
-	assert.Contains(t, stderr.String(), "-probe-interval")
+	var stdout bytes.Buffer
+	assert.ErrorIs(t, runSim(context.Background(), []string{"-h"}, &stdout, io.Discard), flag.ErrHelp)
+	assert.Contains(t, stdout.String(), "POST   /nodes/{n}/{op}")
+	assert.Contains(t, stdout.String(), "--probe-interval")
+	assert.Contains(t, stdout.String(), "the request blocks for the outage")
+}
+
+// Out-of-range values are refused with the flag's name, not silently replaced (--nodes 0 ran
+// one node) nor left to fail later (--nodes 70000: too many open files; a bad release version
+// was reported as cqlsim's Go field "ReleaseVersion").
+func TestSimRejectsOutOfRangeValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nodes", "0"}, "--nodes must be from 1 to 1000, not 0"},
+		{[]string{"--nodes", "70000"}, "--nodes must be from 1 to 1000, not 70000"},
+		{[]string{"--racks", "0"}, "--racks must be at least 1"},
+		{[]string{"--tokens", "0"}, "--tokens must be from 1 to 1536"},
+		{[]string{"--port", "70000"}, "--port must be from 0 to 65535"},
+		{[]string{"--base-ip", "::1"}, `--base-ip "::1" is not an IPv4 address`},
+		{[]string{"--username", "u"}, "--username and --password go together"},
+	} {
+		var stderr bytes.Buffer
+		err := runSim(context.Background(), c.args, io.Discard, &stderr)
+		assert.ErrorIs(t, err, errUsage, "%q", c.args)
+		assert.Contains(t, stderr.String(), c.want, "%q", c.args)
+	}
+	err := runSim(context.Background(), []string{"--release-version", "banana", "--control", "", "--port", "0", "--base-ip", "127.0.4.40"}, io.Discard, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--release-version "banana"`)
+	assert.NotContains(t, err.Error(), "ReleaseVersion")
 }
 
 func simEventually(t *testing.T, d time.Duration, what string, cond func() bool) {

@@ -1,0 +1,185 @@
+package controlconn
+
+// Regressions these tests catch (each was run against the code before the fix and failed):
+//
+//   - A node down before the first connect was shown up forever (no probe on the first
+//     connection): TestNodeDownBeforeFirstConnectIsFoundDown.
+//   - A DOWN for a host not yet in the snapshot was dropped, and the refresh then added the
+//     host as up: TestDownBeforeTheRefreshThatAddsTheHostIsKept.
+//   - The session's HostDown did not reach the snapshot, and hosts the session had just
+//     reported on were probed anyway: TestSessionReportsDecideStateAndSpareTheProbe.
+//   - A probe failing on TLS (a misconfiguration, not liveness) marked a healthy host down:
+//     TestProbeTLSFailureGivesNoVerdict.
+
+import (
+	"context"
+	"crypto/x509"
+	"net"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		c.Stop(2)
+		cfg := Config{ContactPoints: []string{c.Member(1).IP.String()}, Conn: ConnConfig{Dialer: c}}
+		cc, err := NewWithConfig(cfg, WithRand(half))
+		require.NoError(t, err)
+		defer cc.Close()
+		sub, _, err := cc.Subscribe(16)
+		require.NoError(t, err)
+		startCC(t, cc)
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(2).HostID), "presumed up at first")
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(2).HostID), "found down by its probe")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(3).HostID))
+		assert.Equal(t, []string{"host_down " + c.Member(2).HostID}, upDowns(sub), "subscribers got the host_down")
+	})
+}
+
+func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(2)
+		defer c.Close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		served, _ := servedAndOther(t, c, cc)
+
+		added := c.Add(memcluster.DefaultDC) // listed by the system tables from now on
+		c.Stop(added.N)                      // and stopped before our refresh lands
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: added.IP, Port: memcluster.Port}})
+		synctest.Wait()
+		_, listed := cc.Snapshot().Host(added.HostID)
+		require.True(t, listed, "the refresh the unknown host asked for added it")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(added.HostID))
+	})
+}
+
+func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		q := testQueue(t)
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		defer cc.Close()
+		startCC(t, cc)
+		servedN := nodeNumber(c, connectedHost(t, cc))
+		_, other := servedAndOther(t, c, cc)
+		var third memcluster.Member
+		for _, m := range c.Members() {
+			if m.N != servedN && m.N != other.N {
+				third = m
+			}
+		}
+		dials := len(c.Dials())
+		// Before the probes' moment: the session reports one host down and one up.
+		q.Push(hostevents.Event{HostID: other.HostID, Addr: other.IP, Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: third.HostID, Addr: third.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		time.Sleep(hostevents.DefaultWindow)
+		synctest.Wait()
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID), "the session's HostDown")
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		assert.Len(t, c.Dials(), dials, "no probe of hosts the session reported on")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID))
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(third.HostID))
+	})
+}
+
+// tlsFailDialer fails dials to fail (once set) with a certificate error.
+type tlsFailDialer struct {
+	c    *memcluster.Cluster
+	fail atomic.Value // string
+}
+
+func (d *tlsFailDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if f, _ := d.fail.Load().(string); f == addr {
+		return nil, x509.UnknownAuthorityError{}
+	}
+	return d.c.DialContext(ctx, network, addr)
+}
+
+func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		d := &tlsFailDialer{c: c}
+		d.fail.Store(c.Member(3).Addr()) // up, but its certificate does not verify
+		cfg := Config{ContactPoints: []string{c.Member(1).IP.String()}, Conn: ConnConfig{Dialer: d}}
+		cc, err := NewWithConfig(cfg, WithRand(half))
+		require.NoError(t, err)
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+		c.Stop(1) // reconnect (to node 2), then probe the others
+		waitConnectedTo(t, cc, c.Member(1).Addr())
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(3).HostID), "a TLS failure says nothing about liveness")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(1).HostID), "a refused connect does")
+	})
+}
+
+// A full-cluster restart after which one node stays down: subscribers get exactly that
+// node's host_down, and nothing about the nodes that are up as before. (A contract test: the
+// probes after a reconnect did this before this change too.)
+func TestFullRestartDeliversWhatChangedToSubscribers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer c.Close()
+		cc := newTestCC(t, c, Cadence{})
+		defer cc.Close()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+		served := nodeNumber(c, connectedHost(t, cc))
+		stays := 1 + served%3 // a node other than the control node
+		sub, _, err := cc.Subscribe(64)
+		require.NoError(t, err)
+
+		c.StopAll()
+		time.Sleep(5 * time.Second)
+		for _, m := range c.Members() {
+			if m.N != stays {
+				c.Start(m.N)
+			}
+		}
+		_, err = cc.WaitConnected(context.Background())
+		require.NoError(t, err)
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		assert.Equal(t, []string{"host_down " + c.Member(stays).HostID}, upDowns(sub))
+	})
+}
+
+// upDowns drains what sub has received and returns its host_up and host_down changes as
+// "kind host-id", in order.
+func upDowns(sub *metadata.Subscription) []string {
+	var got []string
+	for {
+		select {
+		case ch := <-sub.C():
+			if ch.Kind == metadata.HostDown || ch.Kind == metadata.HostUp {
+				got = append(got, string(ch.Kind)+" "+ch.Host.HostID())
+			}
+		default:
+			return got
+		}
+	}
+}

@@ -1,0 +1,30 @@
+package controlconn
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// WithQueueConfig configures the queue New creates; with WithHostEvents it used to be
+// silently ignored, now it is an error.
+func TestQueueConfigWithHostEventsIsAnError(t *testing.T) {
+	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+	require.NoError(t, err)
+	defer q.Close()
+	qc := WithQueueConfig(hostevents.QueueConfig{Window: 10 * time.Millisecond})
+	_, err = New(gocql.NewCluster("127.0.0.1"), Cadence{}, WithHostEvents(q), qc)
+	assert.ErrorIs(t, err, ErrConflictingOptions)
+	_, err = NewWithConfig(Config{ContactPoints: []string{"127.0.0.1"}}, WithHostEvents(q), qc)
+	assert.ErrorIs(t, err, ErrConflictingOptions)
+
+	cc, err := New(gocql.NewCluster("127.0.0.1"), Cadence{}, qc)
+	require.NoError(t, err, "alone, it configures New's queue")
+	require.NoError(t, cc.Close())
+	_, err = New(gocql.NewCluster("127.0.0.1"), Cadence{}, WithQueueConfig(hostevents.QueueConfig{MaxHosts: -1}))
+	assert.ErrorIs(t, err, hostevents.ErrInvalidQueueConfig)
+}
