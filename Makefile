@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race allocs vet gocqlv2 lint bench demo sim image clean
+.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector, then the
 # allocation tests again without it (the race detector's instrumentation allocates, so they
@@ -25,6 +25,24 @@ gocqlv2:
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Fuzz each target for FUZZTIME (the regular tests replay the committed corpus under
+# testdata/fuzz; a failing input the fuzzer finds is written there too).
+FUZZTIME ?= 10s
+FUZZ_TARGETS = ./internal/wire:FuzzReadFrame ./internal/wire:FuzzDecodeEvent ./metadata:FuzzReadTablesPeerRow
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -parallel 1 $$pkg || exit 1; \
+	done
+
+# The long soak: 100 full restarts with gocql attached, 100 seeded random faults on 5 nodes
+# (CQLCONTROL_SEED=n replays a run), a 10 s host-event flood about 20,000 hosts. The regular
+# suite runs the same tests short.
+soak:
+	CQLCONTROL_SOAK=long CQLCONTROL_FLOOD=10s $(GO) test -race -count=1 -timeout 30m -v \
+		-run 'TestSoakRestarts|TestRandomFaults|TestCloseIsPromptDuringHostEventFlood' ./integration/ ./controlconn/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/wire"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -72,6 +73,13 @@ type ConnConfig struct {
 	Events []primitive.EventType
 	// OnHeartbeat, when set, is called after each heartbeat from the heartbeat goroutine; it must not block.
 	OnHeartbeat func(ep Endpoint, rtt time.Duration, err error)
+	// MaxFrameSize is the largest frame body accepted, in bytes; default DefaultMaxFrameSize
+	// (32 MiB), at most ProtocolMaxFrameSize (256 MiB, the protocol's limit). A larger frame
+	// ends the connection with a protocol error before its body is read.
+	MaxFrameSize int
+	// OnDroppedReply, when set, is called from the reader goroutine for each response on a
+	// stream ID with no request in flight (a late duplicate); it must not block.
+	OnDroppedReply func(ep Endpoint, stream int16)
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
 
@@ -89,6 +97,15 @@ const (
 	driverName               = "cqlcontrol"
 	maxStreams               = 1024 // a control connection needs a handful; bounds abandoned streams
 	eventBuffer              = 1024
+)
+
+// Frame size limits of ConnConfig.MaxFrameSize.
+const (
+	// DefaultMaxFrameSize bounds a frame body: about 5 times the system.peers result of a
+	// 1,000-node cluster with 256 vnodes a node (5.8 MiB).
+	DefaultMaxFrameSize = 32 << 20
+	// ProtocolMaxFrameSize is the native protocol's own limit on a frame body (256 MiB).
+	ProtocolMaxFrameSize = wire.ProtocolMaxFrameSize
 )
 
 // AllEvents is the default REGISTER list.
@@ -117,6 +134,9 @@ func (c ConnConfig) withDefaults() ConnConfig {
 	}
 	if c.Events == nil {
 		c.Events = AllEvents
+	}
+	if c.MaxFrameSize <= 0 || c.MaxFrameSize > ProtocolMaxFrameSize {
+		c.MaxFrameSize = DefaultMaxFrameSize
 	}
 	if c.Logger == nil {
 		c.Logger = discardLogger
@@ -149,7 +169,7 @@ type Conn struct {
 
 	mu      sync.Mutex         // guards the fields below
 	streams map[int16]chan any // in-flight stream ID -> cap-1 reply channel (*frame.Frame or error)
-	free    []int16            // unused stream IDs
+	next    int16              // where the search for a free stream ID starts (rotation)
 	err     error              // why the connection ended; set once, before done is closed
 }
 
@@ -299,10 +319,7 @@ func newConn(nc net.Conn, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersi
 		done:     make(chan struct{}),
 		streams:  make(map[int16]chan any),
 		writeSem: make(chan struct{}, 1),
-		free:     make([]int16, 0, maxStreams),
-	}
-	for id := int16(maxStreams); id >= 1; id-- {
-		c.free = append(c.free, id)
+		next:     1,
 	}
 	c.wg.Add(1)
 	go c.read()
@@ -481,23 +498,26 @@ func (c *Conn) reserve() (int16, chan any, error) {
 	if c.err != nil {
 		return 0, nil, c.err
 	}
-	if len(c.free) == 0 {
-		return 0, nil, &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: "write", Err: errors.New("no free stream IDs")}
+	// IDs are handed out in rotation (1..maxStreams), never the one just released: a late
+	// duplicate answer on a released ID then finds no request in flight and is dropped,
+	// instead of answering the next request.
+	for range maxStreams {
+		id := c.next
+		c.next = c.next%maxStreams + 1
+		if _, busy := c.streams[id]; busy {
+			continue
+		}
+		ch := make(chan any, 1)
+		c.streams[id] = ch
+		return id, ch, nil
 	}
-	id := c.free[len(c.free)-1]
-	c.free = c.free[:len(c.free)-1]
-	ch := make(chan any, 1)
-	c.streams[id] = ch
-	return id, ch, nil
+	return 0, nil, &ConnError{Class: ClassRetryable, Addr: c.ep.Addr, Op: "write", Err: errors.New("no free stream IDs")}
 }
 
 func (c *Conn) release(id int16) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.streams[id]; ok {
-		delete(c.streams, id)
-		c.free = append(c.free, id)
-	}
+	delete(c.streams, id)
 }
 
 // write sends one encoded frame. Waiting for the write lock is bounded by ctx (its end is
@@ -531,30 +551,32 @@ func (c *Conn) read() {
 	defer c.wg.Done()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		raw, err := c.codec.DecodeRawFrame(r)
+		// The header is checked against MaxFrameSize before any body is read, and the body
+		// buffer grows with the bytes received: a header announcing 2 GiB costs nothing.
+		raw, err := wire.ReadFrame(r, c.codec, c.cfg.MaxFrameSize)
 		if err != nil {
 			cls := ClassRetryable
 			var pv *frame.ProtocolVersionErr
-			if errors.As(err, &pv) {
+			if errors.As(err, &pv) || errors.Is(err, wire.ErrFrameTooLarge) {
 				cls = ClassProtocol
 			}
 			c.shutdown(&ConnError{Class: cls, Addr: c.ep.Addr, Op: "read", Err: err})
 			return
 		}
-		f, err := c.codec.ConvertFromRawFrame(raw)
+		f, err := wire.Decode(c.codec, raw)
 		if raw.Header.StreamId < 0 {
 			c.dispatchEvent(f, err)
 			continue
 		}
 		c.mu.Lock()
 		reply, ok := c.streams[raw.Header.StreamId]
-		if ok {
-			delete(c.streams, raw.Header.StreamId)
-			c.free = append(c.free, raw.Header.StreamId)
-		}
+		delete(c.streams, raw.Header.StreamId)
 		c.mu.Unlock()
 		if !ok {
-			c.log.Debug("response on unknown stream", "stream", raw.Header.StreamId)
+			c.log.Debug("response on a stream with no request in flight dropped", "stream", raw.Header.StreamId)
+			if c.cfg.OnDroppedReply != nil {
+				c.cfg.OnDroppedReply(c.ep, raw.Header.StreamId)
+			}
 			continue
 		}
 		if err != nil {
@@ -636,6 +658,7 @@ func (c *Conn) shutdown(err error) {
 	pending := c.streams
 	c.streams = map[int16]chan any{}
 	c.mu.Unlock()
+	_ = c.nc.SetDeadline(time.Now()) // unblocks the reader even on a transport whose Close does not
 	_ = c.nc.Close()
 	for _, reply := range pending {
 		reply <- err

@@ -54,6 +54,9 @@ func (c Config) Validate() error {
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("controlconn: Port %d out of range 1..65535", c.Port))
 	}
+	if n := c.Conn.MaxFrameSize; n < 0 || n > ProtocolMaxFrameSize {
+		errs = append(errs, fmt.Errorf("controlconn: MaxFrameSize %d out of range 0..%d (the protocol's limit)", n, ProtocolMaxFrameSize))
+	}
 	if v := c.Conn.ProtoVersion; v != 0 && v != 3 && v != 4 {
 		errs = append(errs, fmt.Errorf("controlconn: protocol version %d not supported (3, 4, or 0 to negotiate)", v))
 	}
@@ -137,6 +140,9 @@ type ControlConnection struct {
 	status reconnect.Status
 	cur    *link         // the connection run uses; nil while recovering
 	up     chan struct{} // closed on adoption, replaced on loss (WaitConnected, Query)
+
+	skipped atomic.Pointer[[]metadata.SkippedPeer] // the latest refresh's; written by run
+	dataObs DataObserver
 
 	closeErr    error           // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error // Refresh callers -> run
@@ -228,6 +234,8 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	cc.connCfg.HeartbeatTimeout = cad.HeartbeatTimeout
 	cc.connCfg.Logger = o.logger
 	cc.connCfg.OnHeartbeat = func(ep Endpoint, rtt time.Duration, err error) { cc.obs.Heartbeat(ep, rtt, err) }
+	cc.dataObs = dataObserver(cc.obs)
+	cc.connCfg.OnDroppedReply = func(ep Endpoint, _ int16) { cc.dataObs.ReplyDropped(ep) }
 
 	rc := cad.reconnectConfig()
 	rc.Observer = o.reconnObs
@@ -319,6 +327,9 @@ type Status struct {
 	LastErrClass   ErrorClass
 	LastLoss       error // why the last connection ended; kept after reconnecting
 	LastLossAt     time.Time
+	// SkippedPeers are the system.peers rows the latest metadata refresh left out (bad
+	// tokens, undecodable values, duplicates): the ring is built without them.
+	SkippedPeers []metadata.SkippedPeer
 }
 
 // Status reports the state of the ControlConnection. It reports connected only once the
@@ -347,6 +358,7 @@ func (cc *ControlConnection) Status() Status {
 	if li := cc.lastLoss.Load(); li != nil {
 		st.LastLoss, st.LastLossAt = li.err, li.at
 	}
+	st.SkippedPeers = cc.SkippedPeers()
 	return st
 }
 

@@ -71,6 +71,7 @@ type owner struct {
 	reported      map[string]bool         // host IDs reported on since the current connection was adopted
 	pendingStates map[string]pendingState // statuses of hosts the snapshot does not list yet
 	probed        chan probeResult        // probe workers -> run
+	gate          refreshGate             // spaces the refreshes nobody waits for
 }
 
 func (cc *ControlConnection) newOwner() *owner {
@@ -86,6 +87,7 @@ func (cc *ControlConnection) newOwner() *owner {
 		reported:      map[string]bool{},
 		pendingStates: map[string]pendingState{},
 		probed:        make(chan probeResult),
+		gate:          newRefreshGate(MinRefreshInterval),
 	}
 	o.due.Stop()
 	o.periodic.Stop()
@@ -100,6 +102,7 @@ func (cc *ControlConnection) run() {
 	defer cc.wg.Done()
 	o := cc.newOwner()
 	defer o.due.Stop()
+	defer o.gate.stop()
 	defer o.periodic.Stop()
 	defer o.probeTimer.Stop()
 	var batches <-chan hostevents.Batch
@@ -148,6 +151,9 @@ func (cc *ControlConnection) run() {
 			cc.maybeRefresh(o)
 		case <-o.periodic.C:
 			cc.wantRefresh(o)
+		case <-o.gate.C():
+			o.gate.fired()
+			cc.maybeRefresh(o)
 		case r := <-o.refreshed:
 			cc.onRefreshed(o, r)
 		case <-probe:
@@ -291,9 +297,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	if err != nil {
 		cc.log.Error("metadata of the new connection rejected", "addr", l.ep.Addr, "err", err)
 	}
-	for _, s := range l.skipped {
-		cc.log.Debug("peer skipped", "peer", s.Peer, "err", s.Err)
-	}
+	cc.noteSkipped(l.skipped)
 	cc.pubMu.Lock()
 	cc.status = o.rec.Status() // connected, with l, before anyone waiting is woken
 	cc.cur = l
@@ -360,6 +364,10 @@ func (cc *ControlConnection) maybeRefresh(o *owner) {
 	if o.cur == nil || o.refreshing || (!o.dirty && len(o.pending) == 0) {
 		return
 	}
+	if len(o.pending) == 0 && !o.gate.allow(time.Now()) {
+		return // o.dirty stays set: the gate's timer brings it back
+	}
+	o.gate.started(time.Now())
 	o.refreshing, o.dirty = true, false
 	o.inflight, o.pending = o.pending, nil
 	l, gen := o.cur, o.gen
@@ -401,9 +409,7 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 		cc.log.Warn("metadata refresh rejected", "err", err)
 	}
 	cc.applyPending(o)
-	for _, s := range r.skipped {
-		cc.log.Debug("peer skipped", "peer", s.Peer, "err", s.Err)
-	}
+	cc.noteSkipped(r.skipped)
 	for _, w := range o.inflight {
 		w <- err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,8 +61,55 @@ type Planner struct {
 	base, max time.Duration
 	shuffle   func(n int, swap func(i, j int))
 
-	mu   sync.Mutex
-	down map[string]*downRecord // by address "ip:port"
+	mu    sync.Mutex
+	down  map[string]*downRecord // by address "ip:port"
+	index hostIndex              // of the hosts Evidence was last given
+}
+
+// hostIndex finds the addresses a hint names (matchesHint) without scanning every host. It is
+// built once per hosts slice: the owner passes the same published slice for every event of a
+// batch, so a batch about N hosts costs O(N), not O(N²).
+type hostIndex struct {
+	first *PlanHost // identity of the slice indexed: its first element and length
+	n     int
+	byID  map[string][]string // lower-case host ID -> addresses
+	byIP  map[string][]string // IP in canonical form -> addresses
+}
+
+// smallHosts is the size under which Evidence scans the hosts instead of indexing them.
+const smallHosts = 16
+
+func (x *hostIndex) of(hosts []PlanHost) *hostIndex {
+	if x.first == &hosts[0] && x.n == len(hosts) {
+		return x
+	}
+	*x = hostIndex{first: &hosts[0], n: len(hosts),
+		byID: make(map[string][]string, len(hosts)), byIP: make(map[string][]string, len(hosts))}
+	for _, h := range hosts {
+		if h.HostID != "" {
+			id := strings.ToLower(h.HostID)
+			x.byID[id] = append(x.byID[id], h.Addr)
+		}
+		if host, _, err := net.SplitHostPort(h.Addr); err == nil {
+			if ip := net.ParseIP(host); ip != nil {
+				x.byIP[ip.String()] = append(x.byIP[ip.String()], h.Addr)
+			}
+		}
+	}
+	return x
+}
+
+// forEach calls f with the address of every indexed host hint names: by host ID or IP (a hint
+// equal to an address is the caller's to handle, as the address is the key).
+func (x *hostIndex) forEach(hint string, f func(addr string)) {
+	for _, a := range x.byID[strings.ToLower(hint)] {
+		f(a)
+	}
+	if ip := net.ParseIP(hint); ip != nil {
+		for _, a := range x.byIP[ip.String()] {
+			f(a)
+		}
+	}
 }
 
 type downRecord struct {
@@ -230,10 +278,16 @@ func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.down, hostIDOrAddr)
-	for _, h := range hosts {
-		if matchesHint(h.Endpoint, hostIDOrAddr) {
-			delete(p.down, h.Addr)
+	switch {
+	case len(p.down) == 0 || len(hosts) == 0 || hostIDOrAddr == "":
+	case len(hosts) <= smallHosts:
+		for _, h := range hosts {
+			if matchesHint(h.Endpoint, hostIDOrAddr) {
+				delete(p.down, h.Addr)
+			}
 		}
+	default:
+		p.index.of(hosts).forEach(hostIDOrAddr, func(addr string) { delete(p.down, addr) })
 	}
 }
 
@@ -326,12 +380,8 @@ func sortByWait(hosts []PlanHost, recs map[string]*downRecord) {
 		}
 		return time.Time{}
 	}
-	// insertion sort: plans are small and the order must be stable for equal times
-	for i := 1; i < len(hosts); i++ {
-		for j := i; j > 0 && next(hosts[j]).Before(next(hosts[j-1])); j-- {
-			hosts[j], hosts[j-1] = hosts[j-1], hosts[j]
-		}
-	}
+	// stable: hosts with equal times keep their order
+	slices.SortStableFunc(hosts, func(a, b PlanHost) int { return next(a).Compare(next(b)) })
 }
 
 // Resolver looks up the IP addresses of a host name (net.DefaultResolver.LookupIP by default).

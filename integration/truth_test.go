@@ -49,8 +49,13 @@ func blindConfig(sim *cqlsim.Cluster, cad controlconn.Cadence) controlconn.Confi
 // operators of restart-prone clusters set it: gocql only reconnects pools of down hosts on
 // that tick, and its HostUp is the evidence the control connection re-arms on.
 func gocqlCluster(sim *cqlsim.Cluster) *gocql.ClusterConfig {
-	cluster := gocql.NewCluster(sim.ContactPoints()...)
-	cluster.Port = sim.Port()
+	return gocqlClusterOf(sim.ContactPoints(), sim.Port())
+}
+
+// gocqlClusterOf is gocqlCluster's configuration for any hosts on port.
+func gocqlClusterOf(hosts []string, port int) *gocql.ClusterConfig {
+	cluster := gocql.NewCluster(hosts...)
+	cluster.Port = port
 	cluster.ProtoVersion = 0
 	cluster.ReconnectInterval = time.Second
 	cluster.ConnectTimeout = 2 * time.Second

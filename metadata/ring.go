@@ -23,6 +23,21 @@ func IsMurmur3(partitioner string) bool {
 	return strings.HasSuffix(partitioner, "Murmur3Partitioner")
 }
 
+// ringEntry is one token of the ring and the index of its owner among the ring's hosts.
+type ringEntry struct {
+	token int64
+	owner int32
+}
+
+func sortEntries(entries []ringEntry) {
+	slices.SortFunc(entries, func(a, b ringEntry) int {
+		if c := cmp.Compare(a.token, b.token); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.owner, b.owner)
+	})
+}
+
 // newRing parses every host's tokens as Murmur3 tokens; two hosts claiming one token is an
 // error, because owner lookups would then depend on row order.
 func newRing(hosts []Host) (*Ring, error) {
@@ -30,28 +45,34 @@ func newRing(hosts []Host) (*Ring, error) {
 	for _, h := range hosts {
 		n += len(h.tokens)
 	}
-	type entry struct {
-		token int64
-		owner int32
-	}
-	entries := make([]entry, 0, n)
+	entries := make([]ringEntry, 0, n)
 	for i, h := range hosts {
 		for _, t := range h.tokens {
 			v, err := strconv.ParseInt(t, 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("metadata: host %s: token %q is not a Murmur3 token: %w", h.hostID, t, err)
 			}
-			entries = append(entries, entry{v, int32(i)})
+			entries = append(entries, ringEntry{v, int32(i)})
 		}
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.token, b.token) })
+	sortEntries(entries)
+	return ringFromSorted(entries, hosts, nil)
+}
+
+// ringFromSorted builds the ring of hosts from entries sorted by token; perm, when not nil,
+// maps an entry's owner to its index in hosts.
+func ringFromSorted(entries []ringEntry, hosts []Host, perm []int32) (*Ring, error) {
 	r := &Ring{tokens: make([]int64, len(entries)), owners: make([]int32, len(entries)), hosts: hosts}
 	for i, e := range entries {
+		owner := e.owner
+		if perm != nil {
+			owner = perm[owner]
+		}
 		if i > 0 && entries[i-1].token == e.token {
 			return nil, fmt.Errorf("metadata: token %d claimed by hosts %s and %s",
-				e.token, hosts[entries[i-1].owner].hostID, hosts[e.owner].hostID)
+				e.token, hosts[r.owners[i-1]].hostID, hosts[owner].hostID)
 		}
-		r.tokens[i], r.owners[i] = e.token, e.owner
+		r.tokens[i], r.owners[i] = e.token, owner
 	}
 	return r, nil
 }

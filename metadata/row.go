@@ -94,6 +94,28 @@ func column[T any](r Row, col, want string) (T, error) {
 // width differs from the metadata, and on any value the declared type cannot decode; the
 // error names the row index and column.
 func DecodeRows(rows *message.RowsResult, version primitive.ProtocolVersion) ([]Row, error) {
+	d, err := newRowDecoder(rows, version)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Row, len(rows.Data))
+	for i := range rows.Data {
+		if out[i], err = d.row(i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// rowDecoder decodes the rows of one result one at a time, so that a caller can leave out a
+// row that does not decode and keep the others.
+type rowDecoder struct {
+	rows     *message.RowsResult
+	version  primitive.ProtocolVersion
+	decoders []columnDecoder
+}
+
+func newRowDecoder(rows *message.RowsResult, version primitive.ProtocolVersion) (*rowDecoder, error) {
 	if rows == nil {
 		return nil, errors.New("metadata: nil rows result")
 	}
@@ -101,30 +123,34 @@ func DecodeRows(rows *message.RowsResult, version primitive.ProtocolVersion) ([]
 		return nil, errors.New("metadata: rows result has no column metadata")
 	}
 	cols := rows.Metadata.Columns
-	decoders := make([]columnDecoder, len(cols))
+	d := &rowDecoder{rows: rows, version: version, decoders: make([]columnDecoder, len(cols))}
 	for i, c := range cols {
-		d, err := decoderFor(c.Type)
+		dec, err := decoderFor(c.Type)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: column %q: %w", c.Name, err)
 		}
-		decoders[i] = d
+		d.decoders[i] = dec
 	}
-	out := make([]Row, len(rows.Data))
-	for i, data := range rows.Data {
-		if len(data) != len(cols) {
-			return nil, fmt.Errorf("metadata: row %d has %d values for %d columns", i, len(data), len(cols))
-		}
-		row := make(Row, len(cols))
-		for j, c := range cols {
-			v, err := decoders[j](data[j], version)
-			if err != nil {
-				return nil, fmt.Errorf("metadata: row %d, column %q (%v): %w", i, c.Name, c.Type, err)
-			}
-			row[c.Name] = v
-		}
-		out[i] = row
+	return d, nil
+}
+
+func (d *rowDecoder) len() int { return len(d.rows.Data) }
+
+// row decodes row i; the error names the row index and column.
+func (d *rowDecoder) row(i int) (Row, error) {
+	cols, data := d.rows.Metadata.Columns, d.rows.Data[i]
+	if len(data) != len(cols) {
+		return nil, fmt.Errorf("metadata: row %d has %d values for %d columns", i, len(data), len(cols))
 	}
-	return out, nil
+	row := make(Row, len(cols))
+	for j, c := range cols {
+		v, err := d.decoders[j](data[j], d.version)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: row %d, column %q (%v): %w", i, c.Name, c.Type, err)
+		}
+		row[c.Name] = v
+	}
+	return row, nil
 }
 
 // columnDecoder decodes one value of a column whose type was resolved once per result.

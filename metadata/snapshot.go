@@ -39,6 +39,20 @@ type SnapshotConfig struct {
 	// previous snapshot's States() can be passed as they are.
 	States  map[string]State
 	TakenAt time.Time // when the tables were read
+
+	ring *parsedRing // set by ReadTables: the tokens of Hosts, parsed, sorted and checked
+}
+
+// parsedRing is ReadTables' work on the tokens, handed to NewSnapshot so that a refresh parses
+// and sorts them once. It is valid for the Hosts slice it was made for only.
+type parsedRing struct {
+	entries []ringEntry // sorted by token, no token twice; owner indexes the Hosts below
+	first   *Host
+	n       int
+}
+
+func (p *parsedRing) validFor(hosts []Host) bool {
+	return p != nil && len(hosts) == p.n && len(hosts) > 0 && &hosts[0] == p.first
 }
 
 // Snapshot is the cluster as one refresh saw it, plus the host states believed since.
@@ -62,12 +76,22 @@ func NewSnapshot(cfg SnapshotConfig) (*Snapshot, error) {
 	s := &Snapshot{
 		clusterName: cfg.ClusterName,
 		partitioner: cfg.Partitioner,
-		hosts:       slices.Clone(cfg.Hosts),
+		hosts:       make([]Host, len(cfg.Hosts)),
 		index:       make(map[string]int, len(cfg.Hosts)),
 		local:       -1,
 		takenAt:     cfg.TakenAt,
 	}
-	slices.SortFunc(s.hosts, func(a, b Host) int { return cmp.Compare(a.hostID, b.hostID) })
+	// Hosts sorted by ID; perm maps a position in cfg.Hosts to one in s.hosts.
+	order := make([]int32, len(cfg.Hosts))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(cfg.Hosts[a].hostID, cfg.Hosts[b].hostID) })
+	perm := make([]int32, len(order))
+	for i, o := range order {
+		s.hosts[i] = cfg.Hosts[o]
+		perm[o] = int32(i)
+	}
 	s.states = make([]State, len(s.hosts))
 	for i, h := range s.hosts {
 		if h.IsZero() {
@@ -99,7 +123,13 @@ func NewSnapshot(cfg SnapshotConfig) (*Snapshot, error) {
 	s.schema = slices.Compact(s.schema)
 	s.ring = &Ring{}
 	if IsMurmur3(cfg.Partitioner) {
-		ring, err := newRing(s.hosts)
+		var ring *Ring
+		var err error
+		if cfg.ring.validFor(cfg.Hosts) {
+			ring, err = ringFromSorted(cfg.ring.entries, s.hosts, perm)
+		} else {
+			ring, err = newRing(s.hosts)
+		}
 		if err != nil {
 			return nil, err
 		}

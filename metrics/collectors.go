@@ -107,6 +107,10 @@ type Collectors struct {
 	metadataChanges  prometheus.Counter
 	serverEvents     *prometheus.CounterVec // kind, change
 
+	// Bad data left out (controlconn.DataObserver).
+	peersSkipped   prometheus.Counter
+	repliesDropped prometheus.Counter
+
 	// starting is set when a Handler leaves Idle and cleared by the Recovered that follows:
 	// the first connection ends no outage, so it is kept out of recovery_seconds. Written by
 	// the goroutine driving the Recovery.
@@ -232,6 +236,10 @@ func New(opts Options) (*Collectors, error) {
 		"Metadata changes (hosts, tokens, schema) published by refreshes.")
 	c.serverEvents = b.counterVec("server_events_total",
 		"Events pushed by the server on the control connection, by kind (topology_change, status_change, schema_change) and change (NEW_NODE, UP, CREATED, ...).", "kind", "change")
+	c.peersSkipped = b.counter("peers_skipped_total",
+		"system.peers rows left out of metadata refreshes (bad token, undecodable value, duplicate host or token), counted at every refresh that skips them.")
+	c.repliesDropped = b.counter("replies_dropped_total",
+		"Responses dropped because no request was in flight on their stream (late duplicates from a broken server or proxy).")
 
 	c.initialise()
 	if opts.Registerer != nil {

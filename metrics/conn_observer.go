@@ -8,6 +8,7 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
 // This file implements controlconn.Observer: dials report from attempt goroutines, heartbeats
@@ -94,3 +95,13 @@ func (c *Collectors) Refreshed(took time.Duration, changes int, err error) {
 func (c *Collectors) ServerEvent(kind, change string) {
 	c.serverEvents.WithLabelValues(kind, change).Inc()
 }
+
+// PeersSkipped counts the system.peers rows a refresh left out (controlconn.DataObserver).
+func (c *Collectors) PeersSkipped(skipped []metadata.SkippedPeer) {
+	c.peersSkipped.Add(float64(len(skipped)))
+}
+
+// ReplyDropped counts a response dropped for want of a request on its stream.
+func (c *Collectors) ReplyDropped(controlconn.Endpoint) { c.repliesDropped.Inc() }
+
+var _ controlconn.DataObserver = (*Collectors)(nil)

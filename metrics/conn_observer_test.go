@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
 func TestConnectionObserver(t *testing.T) {
@@ -70,4 +71,14 @@ func TestConnectionObserver(t *testing.T) {
 	m.ServerEvent("topology_change", "NEW_NODE")
 	assert.Equal(t, 2.0, value(t, m, "cqlcontrol_server_events_total", "kind", "status_change", "change", "UP"))
 	assert.Equal(t, 1.0, value(t, m, "cqlcontrol_server_events_total", "kind", "topology_change", "change", "NEW_NODE"))
+}
+
+func TestDataObserverCounters(t *testing.T) {
+	m := newCollectors(t)
+	assert.Equal(t, 0.0, value(t, m, "cqlcontrol_peers_skipped_total"), "pre-created")
+	m.PeersSkipped([]metadata.SkippedPeer{{Row: 1}, {Row: 4}})
+	m.PeersSkipped([]metadata.SkippedPeer{{Row: 1}})
+	assert.Equal(t, 3.0, value(t, m, "cqlcontrol_peers_skipped_total"))
+	m.ReplyDropped(controlconn.Endpoint{Addr: "10.0.0.1:9042"})
+	assert.Equal(t, 1.0, value(t, m, "cqlcontrol_replies_dropped_total"))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -42,13 +43,15 @@ func touchAll(c *Collectors) {
 	c.Heartbeat(ep, time.Second, controlconn.ErrHeartbeat)
 	c.Refreshed(time.Millisecond, 1, nil)
 	c.ServerEvent("status_change", "UP")
+	c.PeersSkipped(make([]metadata.SkippedPeer, 1))
+	c.ReplyDropped(ep)
 }
 
 func TestCollectAndLintEveryCollector(t *testing.T) {
 	c, err := New(Options{})
 	require.NoError(t, err)
 	touchAll(c)
-	require.Len(t, c.all, 27)
+	require.Len(t, c.all, 29)
 	for _, m := range c.all {
 		assert.Positive(t, testutil.CollectAndCount(m), "touched, so it has a series to lint")
 		problems, err := testutil.CollectAndLint(m)
@@ -60,7 +63,7 @@ func TestCollectAndLintEveryCollector(t *testing.T) {
 	assert.Empty(t, problems)
 	mfs, err := c.Gatherer().Gather()
 	require.NoError(t, err)
-	assert.Len(t, mfs, 27, "every collector has a series once touched")
+	assert.Len(t, mfs, 29, "every collector has a series once touched")
 }
 
 func TestExplicitDefaultRegisterer(t *testing.T) {

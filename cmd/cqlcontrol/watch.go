@@ -573,7 +573,13 @@ func printTopology(w io.Writer, snap *metadata.Snapshot, st controlconn.Status) 
 		h := r.h
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.addr, h.HostID(), h.DataCenter(), h.Rack(), r.state, h.NumTokens(), h.ReleaseVersion())
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range st.SkippedPeers { // rows the ring was built without
+		fmt.Fprintf(w, "system.peers row %d (peer %v) skipped: %v\n", p.Row, p.Peer, p.Err)
+	}
+	return nil
 }
 
 // compareAddrs orders "ip:port" addresses numerically (127.0.0.2 before 127.0.0.10), and

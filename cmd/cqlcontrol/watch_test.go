@@ -23,6 +23,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -346,4 +347,19 @@ func TestWatchShowsTheAddressDialled(t *testing.T) {
 	assert.Contains(t, out, "connecting to "+n0.Addr()+" (peers at --port 19, as gocql dials them)")
 	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(n0.Addr())+`\s+`+regexp.QuoteMeta(n0.HostID()), out, "the control host at the address dialled")
 	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(sim.Node(1).IP().String()+":19")+`\s+`+regexp.QuoteMeta(sim.Node(1).HostID()), out, "a peer at --port")
+}
+
+// Issue 10, item 2: a system.peers row the control connection skipped is shown under the
+// topology, with why.
+func TestTopologyShowsSkippedPeers(t *testing.T) {
+	h, err := metadata.NewHost(metadata.HostSpec{HostID: "00000000-0000-4000-8000-000000000001",
+		RPCAddress: net.IPv4(127, 0, 0, 1), Port: 9042, DataCenter: "dc1", Rack: "r1", Tokens: []string{"1"}, Local: true})
+	require.NoError(t, err)
+	snap, err := metadata.NewSnapshot(metadata.SnapshotConfig{ClusterName: "c", Hosts: []metadata.Host{h}})
+	require.NoError(t, err)
+	st := controlconn.Status{SkippedPeers: []metadata.SkippedPeer{{Row: 2, Peer: net.IPv4(127, 0, 0, 3),
+		Err: fmt.Errorf("metadata: peer 127.0.0.3: %w: token \"xyz\": not a Murmur3 token", metadata.ErrInvalidPeer)}}}
+	var out strings.Builder
+	require.NoError(t, printTopology(&out, snap, st))
+	assert.Contains(t, out.String(), `system.peers row 2 (peer 127.0.0.3) skipped: metadata: peer 127.0.0.3: invalid peer: token "xyz": not a Murmur3 token`)
 }
