@@ -23,8 +23,14 @@ allocs:
 gocqlv2:
 	cd gocqlv2 && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 30m ./...
 
+# golangci-lint at a pinned version, built from the module proxy on first use (cached after);
+# .golangci.yml says which linters and why any finding kind is left out.
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GOLANGCI_LINT) run ./...
+	cd gocqlv2 && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
 # Fuzz each target for FUZZTIME (the regular tests replay the committed corpus under
 # testdata/fuzz; a failing input the fuzzer finds is written there too).

@@ -65,7 +65,7 @@ func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
 		cfg := Config{ContactPoints: c.ContactPoints()[:1], Conn: ConnConfig{Dialer: c}}
 		cc, err := NewWithConfig(cfg, WithRand(half), WithObserver(obs))
 		require.NoError(t, err)
-		defer cc.Close()
+		defer func() { _ = cc.Close() }()
 		startCC(t, cc)
 
 		assert.Equal(t, 3, cc.Snapshot().Len(), "local and the two good peers")

@@ -31,7 +31,7 @@ func TestDialHandshakeRegistersAndQueries(t *testing.T) {
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 
 	assert.Equal(t, primitive.ProtocolVersion4, c.Version())
 	assert.Equal(t, 1, node.Registers(), "one REGISTER per connection")
@@ -46,7 +46,7 @@ func TestDialNegotiatesDownToV3(t *testing.T) {
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 
 	assert.Equal(t, primitive.ProtocolVersion3, c.Version())
 	assert.Equal(t, 2, node.Accepted(), "v4 rejected, then one v3 connection")
@@ -131,7 +131,7 @@ func TestEventsDelivered(t *testing.T) {
 	addr := listen(t, node)
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 
 	node.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
 		Address: &primitive.Inet{Addr: net.ParseIP("127.0.0.2"), Port: 9042}})
@@ -264,7 +264,7 @@ func TestDialUsesHostDialerWithAddressAndPort(t *testing.T) {
 	hd := &recordingHostDialer{}
 	c, err := Dial(context.Background(), Endpoint{Addr: addr, HostID: "h1"}, ConnConfig{HostDialer: hd})
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	require.Len(t, hd.hosts, 1)
 	assert.Equal(t, addr, hd.hosts[0].ConnectAddressAndPort())
 	assert.Equal(t, "h1", hd.hosts[0].HostID())

@@ -211,7 +211,7 @@ func TestStaggerRealSocketsBlackholedHosts(t *testing.T) {
 	c, err := staggerDial(context.Background(), eps(a1, a2, a3), nil, nil, stagger, dial, nil)
 	took := time.Since(start)
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	assert.Equal(t, a3, c.Endpoint().Addr)
 	t.Logf("connected after %v with 2 blackholed hosts first (stagger %v)", took, stagger)
 	assert.GreaterOrEqual(t, took, 2*stagger)

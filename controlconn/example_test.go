@@ -23,7 +23,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer sim.Close()
+	defer func() { _ = sim.Close() }()
 
 	cluster := gocql.NewCluster("127.0.6.1", "127.0.6.2", "127.0.6.3")
 	cluster.Port = sim.Port()
@@ -33,7 +33,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }()
 	session, err := cluster.CreateSession() // after New, so its host events reach cc
 	if err != nil {
 		log.Fatal(err)

@@ -235,7 +235,7 @@ func TestLateDuplicateReplyIsDroppedAndCounted(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	for _, q := range []string{"A", "B", "C"} {
 		resp, err := c.Do(context.Background(), &message.Query{Query: q, Options: &message.QueryOptions{}})
 		require.NoError(t, err)

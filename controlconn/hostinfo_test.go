@@ -54,7 +54,7 @@ func TestHostDialerGetsGocqlsHostInfoWithTheHostname(t *testing.T) {
 	cluster.HostDialer = d
 	cc, err := New(cluster, Cadence{})
 	require.NoError(t, err)
-	defer cc.Close()
+	defer func() { assert.NoError(t, cc.Close()) }()
 	session, err := cluster.CreateSession()
 	require.NoError(t, err, "gocql itself dials with the hostname")
 	defer session.Close()

@@ -15,7 +15,7 @@ import (
 func TestQueueConfigWithHostEventsIsAnError(t *testing.T) {
 	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 	require.NoError(t, err)
-	defer q.Close()
+	defer func() { assert.NoError(t, q.Close()) }()
 	qc := WithQueueConfig(hostevents.QueueConfig{Window: 10 * time.Millisecond})
 	_, err = New(gocql.NewCluster("127.0.0.1"), Cadence{}, WithHostEvents(q), qc)
 	assert.ErrorIs(t, err, ErrConflictingOptions)

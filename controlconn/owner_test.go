@@ -66,7 +66,7 @@ func TestHostUpReadyWithTheLossIsNotDropped(t *testing.T) {
 		defer c.Close()
 		v := &verdicts{}
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 10 * time.Second}}, WithReconnectObserver(v))
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		o := cc.newOwner()
 		defer o.periodic.Stop()
 		o.rec.Begin(time.Now())
@@ -109,7 +109,7 @@ func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
 		cad := Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}, ConnectTimeout: 5 * time.Second}
 		c, cc := blackholedOutage(t, cad, WithHostEvents(q))
 		defer c.Close()
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(time.Second) // the first attempt is waiting for node 3
 		require.Equal(t, reconnect.StateAttempting, cc.Status().State)
 
@@ -132,7 +132,7 @@ func TestBlindLatenessWithABlackholedHostStaysWithinDelayCap(t *testing.T) {
 		cad := Cadence{Policy: reconnect.Constant{Interval: time.Minute}, ConnectTimeout: 5 * time.Second} // DelayCap 30 s binds
 		c, cc := blackholedOutage(t, cad, WithReconnectObserver(v))
 		defer c.Close()
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(300 * time.Millisecond) // the first attempt has dialled nodes 1 and 2 (refused) within a stagger
 		c.Start(1)
 		c.Start(2)
@@ -154,7 +154,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 		c := newCluster(2)
 		defer c.Close()
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}}, WithReconnectObserver(v))
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		cc.ReconnectNow()
 		synctest.Wait()
@@ -187,7 +187,7 @@ func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 		defer c.Close()
 		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q)) // the default cadence
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
 		c.StopAll()
@@ -230,7 +230,7 @@ func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
 		cc, err := NewWithConfig(cfg)
 		require.NoError(t, err)
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		start := time.Now()
 		_, err = cc.dialHost(context.Background(), Endpoint{Addr: "10.0.0.1:9042"})
 		took := time.Since(start)

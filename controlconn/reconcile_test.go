@@ -67,7 +67,7 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 		c := newCluster(4)
 		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		synctest.Wait()
 		assert.Len(t, c.Dials(), 1, "no probe at once")
@@ -117,7 +117,7 @@ func TestEventDuringProbeWinsOverIt(t *testing.T) {
 		cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: g}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
 		require.NoError(t, err)
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
 

@@ -56,7 +56,7 @@ func TestEventStormCoalescesRefreshes(t *testing.T) {
 		c := newCluster(2)
 		defer c.Close()
 		cc := newTestCC(t, c, Cadence{})
-		defer cc.Close()
+		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		sub, _, err := cc.Subscribe(64)
 		require.NoError(t, err)

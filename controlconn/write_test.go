@@ -32,7 +32,7 @@ func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
 		defer node.Close()
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: node, HeartbeatInterval: -1})
 		require.NoError(t, err)
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 
 		expired, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 		defer cancel()
@@ -104,7 +104,7 @@ func TestStuckWriteDoesNotDelayTheHeartbeat(t *testing.T) {
 			Dialer: d, HeartbeatInterval: 30 * time.Second, HeartbeatTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
 		})
 		require.NoError(t, err)
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		start := time.Now()
 
 		time.Sleep(29 * time.Second)

@@ -14,7 +14,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	// gocql: cluster := gocql.NewCluster(c.ContactPoints()...); cluster.Port = c.Port()
 	c.Node(2).Kill()
 	for _, e := range c.Events() {

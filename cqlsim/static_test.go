@@ -102,7 +102,7 @@ func TestStaticProbesAnnounceWithTheGossipDelays(t *testing.T) {
 		s := newStaticPeers(c, []net.IP{net.ParseIP("10.0.0.2").To4(), net.ParseIP("10.0.0.3").To4()}, DefaultProbeInterval)
 		s.dial = f.dial
 		c.static = s
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 		idA, idB := s.peers[0].node.HostID(), s.peers[1].node.HostID()
 		began := time.Now()
 		at := func(d time.Duration) { time.Sleep(d - time.Since(began)); synctest.Wait() }
@@ -246,7 +246,7 @@ func TestStaticNodeBindsWideAndAdvertisesItsAddress(t *testing.T) {
 	c, err := StartStatic(StaticConfig{Listen: "0.0.0.0", Advertise: "127.0.0.31", Peers: []string{"127.0.0.32"},
 		ProbeInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	n := c.Node(0)
 	assert.Equal(t, "127.0.0.31:"+strconv.Itoa(c.Port()), n.Addr())
 	wantID, wantRack, wantTokens := StaticIdentity(net.ParseIP("127.0.0.31"), 1, DefaultTokensPerNode)

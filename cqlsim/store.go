@@ -121,12 +121,6 @@ func (s *store) lookup(ref tableRef) (*table, error) {
 	return t, nil
 }
 
-func (s *store) version() primitive.UUID {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.schemaVersion
-}
-
 // sortedKeyspaces returns the keyspaces in name order; the caller holds s.mu.
 func (s *store) sortedKeyspaces() []*keyspace {
 	out := make([]*keyspace, 0, len(s.keyspaces))

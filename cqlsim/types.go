@@ -33,15 +33,9 @@ var nativeTypes = map[string]datatype.DataType{
 }
 
 var (
-	typeText    = mustType("text")
-	typeInt     = mustType("int")
-	typeBigint  = mustType("bigint")
-	typeBoolean = mustType("boolean")
-	typeUUID    = mustType("uuid")
-	typeInet    = mustType("inet")
-	typeDouble  = mustType("double")
-	typeBlob    = mustType("blob")
-	typeTime    = mustType("timestamp")
+	typeInt    = mustType("int")
+	typeBigint = mustType("bigint")
+	typeUUID   = mustType("uuid")
 )
 
 func mustType(s string) *cqlType {

@@ -58,7 +58,7 @@ func BenchmarkListenerHostUp(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			q.Close()
+			_ = q.Close()
 			<-drained
 		})
 	}
@@ -73,7 +73,7 @@ func BenchmarkQueueBurst10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer q.Close()
+	defer func() { _ = q.Close() }()
 	ids := make([]string, hosts)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)

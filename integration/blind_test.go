@@ -112,7 +112,7 @@ func blindOutageInVirtualTime(t *testing.T, outage time.Duration, seed uint64) (
 		Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{}} // the default cadence
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithRand(src.Float64))
 	require.NoError(t, err)
-	defer cc.Close()
+	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))

@@ -107,7 +107,7 @@ func TestEvidenceDuringAnAttemptWithABlackholedHost(t *testing.T) {
 	rec := newRecorder()
 	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 	require.NoError(t, err)
-	defer q.Close()
+	defer func() { assert.NoError(t, q.Close()) }()
 	cad := controlconn.Cadence{
 		Policy:         reconnect.Constant{Interval: 20 * time.Second},
 		ConnectTimeout: 3 * time.Second, // each attempt is held this long by the blackholed host

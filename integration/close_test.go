@@ -101,7 +101,7 @@ func synSent(t *testing.T, addr string) int {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	host, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
 	p, err := strconv.Atoi(port)

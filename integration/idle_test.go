@@ -53,7 +53,7 @@ func TestIdleClusterKeepsOneControlConnection(t *testing.T) {
 	// The idle timeout is armed: a client that says nothing is closed by the server.
 	probe, err := net.Dial("tcp", node.Addr())
 	require.NoError(t, err)
-	defer probe.Close()
+	defer func() { _ = probe.Close() }()
 	probeAddr := probe.LocalAddr().String()
 	idled := awaitEvent(t, sim, begin, 5*time.Second, func(e cqlsim.Event) bool {
 		return e.Kind == cqlsim.EventClosed && e.Client == probeAddr

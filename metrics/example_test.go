@@ -33,7 +33,7 @@ func ExampleCollectors_ControlConnOptions() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", col.Handler())
 

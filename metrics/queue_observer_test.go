@@ -17,7 +17,7 @@ func TestHostEventsThroughQueue(t *testing.T) {
 		m := newCollectors(t)
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{MaxHosts: 2, Observer: m})
 		require.NoError(t, err)
-		defer q.Close()
+		defer func() { assert.NoError(t, q.Close()) }()
 
 		up := func(id string) hostevents.Event {
 			return hostevents.Event{HostID: id, Kind: hostevents.KindUp, Source: hostevents.SourceGocql}
@@ -40,7 +40,7 @@ func TestHostEventsThroughQueue(t *testing.T) {
 		batch := <-q.Batches()
 		assert.Len(t, batch, 2, "hosts a and 10.0.0.2")
 
-		q.Close()
+		assert.NoError(t, q.Close())
 		q.Push(up("a"))
 		assert.Equal(t, 3.0, value(t, m, "cqlcontrol_events_dropped_total"), "pushed after Close")
 

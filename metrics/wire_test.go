@@ -21,7 +21,7 @@ func TestControlConnOptionsWireHostEvents(t *testing.T) {
 	cluster := gocql.NewCluster("127.0.0.1")
 	cc, err := controlconn.New(cluster, controlconn.Cadence{}, col.ControlConnOptions()...)
 	require.NoError(t, err)
-	defer cc.Close()
+	defer func() { assert.NoError(t, cc.Close()) }()
 
 	// gocql's session calls the policy New installed: here the test does, as gocql would.
 	h := &gocql.HostInfo{}

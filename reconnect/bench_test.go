@@ -13,7 +13,7 @@ import (
 func BenchmarkRecoveryStep(b *testing.B) {
 	r := newRecovery(b, reconnect.Config{})
 	r.Begin(t0)
-	now := t0
+	var now time.Time
 	b.ReportAllocs()
 	for b.Loop() {
 		now = r.NextAt()
@@ -32,7 +32,7 @@ func BenchmarkHandlerReArmConnected(b *testing.B) {
 		b.Fatal(err)
 	}
 	h.Start()
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	if _, err := h.Wait(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func BenchmarkHandlerReArmRecovering(b *testing.B) {
 		b.Fatal(err)
 	}
 	h.Start()
-	defer h.Close()
+	defer func() { _ = h.Close() }()
 	for h.Status().State != reconnect.StateScheduled {
 		time.Sleep(time.Millisecond)
 	}

@@ -103,7 +103,7 @@ func writeChart(path string, write func(io.Writer) error) error {
 		return err
 	}
 	if err := write(f); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()

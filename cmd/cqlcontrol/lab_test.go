@@ -26,7 +26,7 @@ func TestLabWritesTheChartsItIsAskedFor(t *testing.T) {
 	assert.Contains(t, string(svg), `xmlns="http://www.w3.org/2000/svg"`)
 	f, err := os.Open(pngPath)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	cfg, err := png.DecodeConfig(f)
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{2160, 864}, [2]int{cfg.Width, cfg.Height})

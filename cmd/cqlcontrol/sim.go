@@ -40,7 +40,7 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return errors.New(simFlagNames.Replace(err.Error()))
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	logCluster(logger, c, opts)
 
 	control := ""

@@ -88,7 +88,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }() // nothing left to serve; a close error changes nothing
 	if srv != nil {
 		fmt.Fprintf(stderr, "metrics: %s\n", srv.url)
 	}
@@ -107,7 +107,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }()
 
 	sessions := make(chan sessionResult)
 	if cfg.session {
@@ -206,7 +206,9 @@ func (cfg watchConfig) awaitFirstConnection(ctx context.Context, cc *controlconn
 			}
 		case <-timeout:
 			cancel()
-			<-started
+			if err := <-started; err == nil {
+				return nil // connected just as the timeout fired
+			}
 			st := cc.Status()
 			if st.LastErr == nil {
 				return fmt.Errorf("no connection within --connect-timeout %v: %s", cfg.connectTimeout, describeWait(st))

@@ -71,7 +71,7 @@ func TestWatchTopologyAndEvents(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 3, GossipDelay: 200 * time.Millisecond, StopAnnounceDelay: 100 * time.Millisecond})
 	require.NoError(t, err)
-	defer sim.Close()
+	defer func() { assert.NoError(t, sim.Close()) }()
 	var hosts []string
 	for _, n := range sim.Nodes() {
 		hosts = append(hosts, n.IP().String())
@@ -89,7 +89,7 @@ func TestWatchTopologyAndEvents(t *testing.T) {
 	defer func() {
 		if !stopped {
 			cancel()
-			<-done
+			assert.ErrorIs(t, <-done, context.Canceled)
 		}
 	}()
 
@@ -118,7 +118,7 @@ func TestWatchTopologyAndEvents(t *testing.T) {
 	resp, err := client.Get(mu[1])
 	require.NoError(t, err)
 	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(body), "cqlcontrol_")
@@ -251,7 +251,7 @@ func TestWatchInterruptedWithABlackholedNode(t *testing.T) {
 	}
 	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 2, BaseIP: "127.0.4.1", Port: 0})
 	require.NoError(t, err)
-	defer sim.Close()
+	defer func() { assert.NoError(t, sim.Close()) }()
 	port := strconv.Itoa(sim.Port())
 	sim.Node(0).Blackhole(true)
 	blackholed, live := sim.Node(0).IP().String(), sim.Node(1).IP().String()
@@ -296,7 +296,7 @@ func TestWatchFirstConnectionFailures(t *testing.T) {
 
 	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 1, BaseIP: "127.0.4.30", Port: 0, Username: "u", Password: "right"})
 	require.NoError(t, err)
-	defer sim.Close()
+	defer func() { assert.NoError(t, sim.Close()) }()
 	stdout, stderr = syncBuffer{}, syncBuffer{}
 	began = time.Now()
 	code = run(context.Background(), []string{"watch", "--hosts", sim.Node(0).IP().String(), "--port", strconv.Itoa(sim.Port()),
@@ -333,7 +333,7 @@ func TestWatchShowsTheAddressDialled(t *testing.T) {
 	}
 	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 2, BaseIP: "127.0.4.50", Port: 0})
 	require.NoError(t, err)
-	defer sim.Close()
+	defer func() { assert.NoError(t, sim.Close()) }()
 	n0 := sim.Node(0)
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -343,7 +343,7 @@ func TestWatchShowsTheAddressDialled(t *testing.T) {
 	}()
 	out := waitOutput(t, stdout, 10*time.Second, "topology", func(s string) bool { return strings.Contains(s, "ADDRESS") && strings.Count(s, "\n") >= 5 })
 	cancel()
-	<-done
+	assert.ErrorIs(t, <-done, context.Canceled)
 	assert.Contains(t, out, "connecting to "+n0.Addr()+" (peers at --port 19, as gocql dials them)")
 	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(n0.Addr())+`\s+`+regexp.QuoteMeta(n0.HostID()), out, "the control host at the address dialled")
 	assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(sim.Node(1).IP().String()+":19")+`\s+`+regexp.QuoteMeta(sim.Node(1).HostID()), out, "a peer at --port")

@@ -197,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if res.dataBack < 0 {
 			qctx, qcancel := context.WithTimeout(ctx, time.Second)
 			var rv string
-			if session.Query("SELECT release_version FROM system.local").WithContext(qctx).Scan(&rv) == nil {
+			if session.Query("SELECT release_version FROM system.local").ScanContext(qctx, &rv) == nil {
 				res.dataBack = time.Since(readyAt)
 			}
 			qcancel()
