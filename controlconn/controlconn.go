@@ -73,6 +73,7 @@ type options struct {
 	queue       *hostevents.Queue
 	queueConfig hostevents.QueueConfig
 	rand        func() float64
+	governor    *Governor // WithDialGovernor; New only
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -119,6 +120,7 @@ type ControlConnection struct {
 	resolver Resolver
 	queue    *hostevents.Queue // nil: no host events
 	ownQueue bool              // created by New: closed by Close
+	gov      *dialGovernor     // WithDialGovernor; nil: no governor (its methods do nothing)
 
 	planHosts atomic.Pointer[[]PlanHost] // written by run, read by attempts
 	lastWon   atomic.Pointer[link]       // the latest link an attempt yielded (attempt goroutine)
@@ -261,6 +263,7 @@ func (cc *ControlConnection) Close() error {
 	cc.closed = true
 	cc.lifeMu.Unlock()
 	close(cc.closing)
+	cc.gov.Close()
 	cc.cancel()
 	err := cc.handler.Close()
 	cc.wg.Wait()

@@ -26,7 +26,8 @@ import (
 // SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
 // AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
 // cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
-// WithQueueConfig) and closes on Close, unless WithHostEvents passes one.
+// WithQueueConfig) and closes on Close, unless WithHostEvents passes one. With
+// WithDialGovernor it also sets cfg.HostDialer to the governed dialer (see Governor).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
 	c, err := ConfigFromGocql(cfg, cadence)
 	if err != nil {
@@ -35,6 +36,16 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	var gov *dialGovernor
+	var gocqlDialer gocql.HostDialer
+	if o.governor != nil {
+		if gov, err = newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil); err == nil {
+			gocqlDialer, err = installGovernor(gov, cfg, &c)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	own := false
 	if o.queue == nil {
@@ -54,6 +65,11 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	cc.ownQueue = own
 	hostevents.Install(cfg, o.queue)
+	if gov != nil {
+		cc.gov = gov
+		gov.onEvidence(cc.dialEvidence)
+		cfg.HostDialer = gocqlDialer
+	}
 	return cc, nil
 }
 

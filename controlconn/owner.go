@@ -148,6 +148,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	close(cc.up)
 	cc.upMu.Unlock()
 	cc.publishHosts(o)
+	cc.governConnected()
 	cc.obs.Connected(l.ep, l.version)
 	cc.log.Info("control connection up", "addr", l.ep.Addr, "host_id", l.ep.HostID, "protocol", int(l.version), "changes", len(changes))
 	cc.resetPeriodic(o)
@@ -175,6 +176,7 @@ func (cc *ControlConnection) lose(o *owner) {
 	if cc.ctx.Err() != nil {
 		return // closed by Close, not lost
 	}
+	cc.gov.ConnDown()
 	cc.lastLoss.Store(&lossInfo{ep: l.ep, err: err, at: time.Now()})
 	cc.obs.Lost(l.ep, err, uptime)
 	cc.log.Warn("control connection lost", "addr", l.ep.Addr, "class", Classify(err), "err", err, "uptime", uptime)
@@ -271,6 +273,7 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 		case err != nil:
 			cc.log.Warn("status event not applied", "addr", e.Address, "err", err)
 		}
+		cc.governStatus(e.Address, up)
 		kind := hostevents.KindDown
 		if up {
 			kind = hostevents.KindUp
