@@ -12,7 +12,7 @@ import (
 // Defaults of Governor fields.
 const (
 	DefaultGovernorMinInterval = time.Second
-	DefaultGovernorOutageShare = 1.0 / 40
+	DefaultGovernorOutageShare = 1.0 / 36
 	DefaultGovernorJitter      = 0.2
 	DefaultGovernorHostBackoff = time.Second
 )
@@ -30,8 +30,9 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 // documented default:
 //
 //	MinInterval  1 s    the client-wide budget's interval between real dials early in an outage
-//	OutageShare  1/40   the interval grows to this share of the outage's length so far, so
-//	                    being late costs at most ~2.5 % of the outage (1.5 s after 60 s)
+//	OutageShare  1/36   the interval grows to this share of the outage's length so far, so
+//	                    being late costs ~3 % of the outage (a 1.67 s interval after 60 s),
+//	                    and a 1 h outage at most ~250 real dials per client
 //	MaxInterval  DelayCap of the Cadence (30 s by default): the interval never exceeds it
 //	Jitter       0.2    ± fraction of each interval, so clients that lost the cluster together
 //	                    do not dial together
@@ -95,7 +96,7 @@ func (g Governor) Validate() error {
 		bad("MaxInterval (%v) must not be shorter than MinInterval (%v)", g.MaxInterval, g.MinInterval)
 	}
 	if math.IsNaN(g.OutageShare) || math.IsInf(g.OutageShare, 0) || g.OutageShare < 0 || g.OutageShare > 1 {
-		bad("OutageShare must be in (0, 1] (or zero for the default 1/40), got %v", g.OutageShare)
+		bad("OutageShare must be in (0, 1] (or zero for the default 1/36), got %v", g.OutageShare)
 	}
 	if math.IsNaN(g.Jitter) || g.Jitter < 0 || g.Jitter >= 1 {
 		bad("Jitter must be in [0, 1) (zero means the default 0.2), got %v", g.Jitter)

@@ -44,7 +44,7 @@ func dial(gate *DialGate, now time.Time, addr netip.AddrPort, ok bool) (Verdict,
 func TestGovernorValidate(t *testing.T) {
 	require.NoError(t, Governor{}.Validate(), "the zero value means the defaults")
 	d := Governor{}.WithDefaults(0)
-	assert.Equal(t, Governor{MinInterval: time.Second, OutageShare: 1.0 / 40, MaxInterval: 30 * time.Second,
+	assert.Equal(t, Governor{MinInterval: time.Second, OutageShare: 1.0 / 36, MaxInterval: 30 * time.Second,
 		Jitter: 0.2, HostBackoff: time.Second}, d)
 	assert.Equal(t, 10*time.Second, Governor{}.WithDefaults(10*time.Second).MaxInterval, "MaxInterval follows DelayCap")
 
@@ -139,7 +139,7 @@ func TestDialGateAbandonedDialIsNotAFailure(t *testing.T) {
 
 // Our connection down: the client-wide budget. The first real dial at once, the next one
 // interval later, whatever host and whoever asks; the interval is MinInterval (1 s) early in
-// the outage and OutageShare (1/40) of the outage later: 1.5 s at 60 s.
+// the outage and OutageShare (1/36) of the outage later: 2 s at 72 s.
 func TestDialGateBudgetWhileDown(t *testing.T) {
 	gate := newGate(t, Governor{})
 	gate.ConnDown(t0)
@@ -151,10 +151,10 @@ func TestDialGateBudgetWhileDown(t *testing.T) {
 	v, _ = dial(gate, at(time.Second), hostC, false)
 	assert.Equal(t, VerdictBudget, v, "at 1 s: the next")
 
-	// 60 s into the outage the interval is 1.5 s.
-	v, _ = dial(gate, at(60*time.Second), hostB, false)
+	// 72 s into the outage the interval is 2 s.
+	v, _ = dial(gate, at(72*time.Second), hostB, false)
 	require.Equal(t, VerdictBudget, v)
-	assert.Equal(t, at(61500*time.Millisecond), gate.NextReal())
+	assert.Equal(t, at(74*time.Second), gate.NextReal())
 	// An hour in, it is capped by MaxInterval (DelayCap, 30 s).
 	v, _ = dial(gate, at(time.Hour), hostB, false)
 	require.Equal(t, VerdictBudget, v)
