@@ -27,7 +27,8 @@ import (
 // AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
 // cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
 // WithQueueConfig) and closes on Close, unless WithHostEvents passes one. With
-// WithDialGovernor it also sets cfg.HostDialer to the governed dialer (see Governor).
+// WithDialGovernor it also sets cfg.HostDialer to the governed dialer (see Governor) and, if
+// cfg.ReconnectInterval is gocql's default (60 s), sets it to GovernedReconnectInterval.
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
 	c, err := ConfigFromGocql(cfg, cadence)
 	if err != nil {
@@ -69,6 +70,9 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 		cc.gov = gov
 		gov.onEvidence(cc.dialEvidence)
 		cfg.HostDialer = gocqlDialer
+		if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
+			cfg.ReconnectInterval = GovernedReconnectInterval
+		}
 	}
 	return cc, nil
 }

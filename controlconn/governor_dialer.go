@@ -25,6 +25,17 @@ func WithDialGovernor(g Governor) Option {
 	return func(o *options) { o.governor = &g }
 }
 
+// GovernedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
+// the config has gocql's default, 60 s (a user who wants exactly 60 s sets 60 s + 1 ns).
+// gocql refills the pool of a host it marked down only on an UP event its own control
+// connection receives or on this tick; with the governor, a 1 s tick costs no storm (a
+// known-down host still gets one real dial per backoff) and a host's pool comes back within
+// about a second of the governor opening it.
+const GovernedReconnectInterval = time.Second
+
+// gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
+const gocqlDefaultReconnectInterval = 60 * time.Second
+
 // GovernorStats counts the dials the governor decided on since New.
 type GovernorStats struct {
 	Passed         int64 // passed untouched (host up or unknown, our connection up; or it accepted a dial this outage)
@@ -139,9 +150,11 @@ func (g *dialGovernor) admit(addr netip.AddrPort) error {
 }
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
-// says nothing about the host. Our own dials are not evidence for ourselves.
+// says nothing about the host. Our own dials are not evidence for ourselves, and their
+// failures do not make a host known down for gocql: ours may be cut off alone (its own
+// planner backs such hosts off), and gocql's dials must not be starved for it.
 func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own bool) {
-	failed := err != nil && ctx.Err() == nil
+	failed := err != nil && ctx.Err() == nil && !own
 	g.mu.Lock()
 	evidence := g.gate.Done(g.now(), addr, err == nil, failed)
 	g.mu.Unlock()

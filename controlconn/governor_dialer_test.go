@@ -195,6 +195,15 @@ func TestGovernedNetDialerOwnDials(t *testing.T) {
 	assert.ErrorIs(t, err, ErrGoverned, "another host: no budget left")
 	assert.EqualValues(t, 1, g.Stats().Budget)
 	assert.Zero(t, g.Stats().Evidence)
+
+	// Our failed dial does not make the host known down for gocql (ours may be cut off alone).
+	g.ConnUp()
+	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrGoverned)
+	gocqlSide := &governedHostDialer{g: g, inner: &countingHostDialer{dh: &gocql.DialedHost{}}}
+	_, err = gocqlSide.DialHost(context.Background(), testHost(t, "127.0.0.9:1"))
+	assert.NoError(t, err)
 }
 
 // New installs the governed HostDialer on the gocql config, governs ours through the same
@@ -211,10 +220,12 @@ func TestNewWithDialGovernor(t *testing.T) {
 	require.True(t, ok, "ours too")
 	assert.Same(t, gd.g, nd.g, "one budget for the process")
 	assert.Equal(t, 30*time.Second, gd.g.gate.Config().MaxInterval, "capped by DelayCap")
+	assert.Equal(t, time.Second, cfg.ReconnectInterval, "gocql's default 60 s tick becomes 1 s")
 
 	user := &countingHostDialer{}
 	cfg = gocql.NewCluster("127.0.0.1")
 	cfg.HostDialer = user
+	cfg.ReconnectInterval = 5 * time.Second
 	cc2, err := New(cfg, Cadence{DelayCap: 10 * time.Second}, WithDialGovernor(Governor{}))
 	require.NoError(t, err)
 	defer cc2.Close()
@@ -223,6 +234,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 	assert.Same(t, user, own.inner)
 	assert.True(t, own.own)
 	assert.Equal(t, 10*time.Second, own.g.gate.Config().MaxInterval)
+	assert.Equal(t, 5*time.Second, cfg.ReconnectInterval, "a tick the user chose is kept")
 
 	cfg = gocql.NewCluster("127.0.0.1")
 	_, err = New(cfg, Cadence{}, WithDialGovernor(Governor{Jitter: 2}))
@@ -233,6 +245,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 	require.NoError(t, err)
 	defer cc3.Close()
 	assert.Nil(t, cfg.HostDialer)
+	assert.Equal(t, 60*time.Second, cfg.ReconnectInterval, "no governor: gocql's tick untouched")
 	assert.Zero(t, cc3.GovernorStats())
 	cc3.gov.ConnDown() // the nil governor does nothing
 	cc3.gov.HostUp("127.0.0.1:9042")
