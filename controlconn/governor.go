@@ -36,12 +36,13 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 //	MaxInterval  DelayCap of the Cadence (30 s by default): the interval never exceeds it
 //	Jitter       0.2    ± fraction of each interval, so clients that lost the cluster together
 //	                    do not dial together
-//	HostBackoff  1 s    a known-down host's real dials are this far apart, doubling per
-//	                    failure up to MaxInterval
+//	HostBackoff  1 s    a host whose dials failed gets its next real dial this much later,
+//	                    doubling per failure up to MaxInterval
 //
 // The rules, per dial: while our connection is up, a dial to a host believed up or unknown
-// passes untouched; a dial to a host known down (a server DOWN event, or a failed dial) is
-// real at most once per that host's backoff. While our connection is down (the cluster
+// passes untouched; a dial to a host known down is real at most once per that host's backoff:
+// HostBackoff doubling per failed dial, or MaxInterval for a host our connection saw announced
+// DOWN (the UP announcement opens it at once; the slots only cover a missed one). While our connection is down (the cluster
 // unreachable as far as we know), a real dial also needs the client-wide budget: the first at
 // once, the next one interval later; and a known-down host's backoff is at most (number of
 // hosts) × interval, so the budget rotates over the hosts. A host that accepted a dial during
@@ -161,10 +162,11 @@ type DialGate struct {
 
 // gateHost is what the gate knows of one host, by dialled address.
 type gateHost struct {
-	down     bool      // known down: a server event or a failed dial since its last success
-	failures int       // failed real dials since the last success or up event
-	next     time.Time // a known-down host's next real dial
-	accepted uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
+	down      bool      // known down: a server event or a failed dial since its last success
+	announced bool      // down by a server event, not only by failed dials
+	failures  int       // failed real dials since the last success or up event
+	next      time.Time // a known-down host's next real dial
+	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
 }
 
 // NewDialGate returns a gate with g's defaults applied (delayCap fills a zero MaxInterval).
@@ -207,7 +209,8 @@ func (d *DialGate) ConnUp(now time.Time) {
 }
 
 // ConnDown records that our connection is down at now: the budget applies from now, and its
-// first real dial is allowed at once. Dial evidence from before is forgotten.
+// first real dial is allowed at once. Dial evidence from before is forgotten, and known-down
+// hosts wait for the budget only.
 func (d *DialGate) ConnDown(now time.Time) {
 	if !d.connUp {
 		return
@@ -216,6 +219,11 @@ func (d *DialGate) ConnDown(now time.Time) {
 	d.downSince = now
 	d.nextReal = now
 	d.epoch++
+	for _, h := range d.hosts {
+		if h.down && h.next.After(now) {
+			h.next = now // from now on the budget decides, rotating over the hosts
+		}
+	}
 }
 
 // ConnIsUp reports whether the gate believes our connection is up.
@@ -225,21 +233,22 @@ func (d *DialGate) ConnIsUp() bool { return d.connUp }
 // dials pass at once, its backoff is forgotten.
 func (d *DialGate) HostUp(addr netip.AddrPort) {
 	h := d.host(addr)
-	h.down, h.failures, h.next = false, 0, time.Time{}
+	h.down, h.announced, h.failures, h.next = false, false, 0, time.Time{}
 	h.accepted = d.epoch
 }
 
-// HostDown records that addr is down at now (a server DOWN event): its next real dial is one
-// backoff away, unless it is already known down.
+// HostDown records that addr is down at now (a server DOWN event on our connection): while
+// our connection is up, its real dials are MaxInterval apart, since the same connection will
+// announce it UP (HostUp opens it at once); the slots only cover a missed announcement.
 func (d *DialGate) HostDown(now time.Time, addr netip.AddrPort) {
 	h := d.host(addr)
-	if h.down {
+	if h.down && h.announced {
 		return
 	}
-	h.down = true
+	h.down, h.announced = true, true
 	h.failures = max(h.failures, 1)
 	h.accepted = 0
-	h.next = now.Add(d.cfg.HostBackoff)
+	h.next = now.Add(d.cfg.MaxInterval)
 }
 
 // Admit decides whether a dial to addr may be made at now, and books it if so: a host slot,
@@ -268,7 +277,7 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 		v = VerdictBudget
 	}
 	if h.down {
-		h.next = now.Add(d.hostBackoff(now, h.failures))
+		h.next = now.Add(d.hostBackoff(now, h))
 	}
 	return v
 }
@@ -281,13 +290,13 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 	h := d.host(addr)
 	switch {
 	case ok:
-		h.down, h.failures, h.next = false, 0, time.Time{}
+		h.down, h.announced, h.failures, h.next = false, false, 0, time.Time{}
 		evidence = !d.connUp && h.accepted != d.epoch
 		h.accepted = d.epoch
 	case failed:
 		h.failures++
 		h.accepted = 0
-		next := now.Add(d.hostBackoff(now, h.failures))
+		next := now.Add(d.hostBackoff(now, h))
 		if !h.down || next.After(h.next) {
 			h.next = next
 		}
@@ -321,19 +330,27 @@ func (d *DialGate) interval(now time.Time) time.Duration {
 	return min(max(i, d.cfg.MinInterval), d.cfg.MaxInterval)
 }
 
-// hostBackoff is a known-down host's wait after failures failed dials: HostBackoff doubling
-// up to MaxInterval; while our connection is down, at most (number of hosts) × interval, so
+// hostBackoff is a known-down host's wait between real dials: HostBackoff doubling per failed
+// dial up to MaxInterval, or MaxInterval for a host announced down while our connection is up.
+// While our connection is down it is at most (number of hosts) × the budget's interval, so
 // that the budget is spent over every host rather than held back by the longest backoffs.
-func (d *DialGate) hostBackoff(now time.Time, failures int) time.Duration {
+func (d *DialGate) hostBackoff(now time.Time, h *gateHost) time.Duration {
+	if !d.connUp {
+		return min(d.cfg.MaxInterval, time.Duration(len(d.hosts))*d.interval(now), d.doubling(h.failures))
+	}
+	if h.announced {
+		return d.cfg.MaxInterval
+	}
+	return d.doubling(h.failures)
+}
+
+// doubling is HostBackoff doubled per failure after the first, up to MaxInterval.
+func (d *DialGate) doubling(failures int) time.Duration {
 	b := d.cfg.HostBackoff
 	for i := 1; i < failures && b < d.cfg.MaxInterval; i++ {
 		b *= 2
 	}
-	b = min(b, d.cfg.MaxInterval)
-	if !d.connUp {
-		b = min(b, time.Duration(len(d.hosts))*d.interval(now))
-	}
-	return b
+	return min(b, d.cfg.MaxInterval)
 }
 
 // jitter spreads i uniformly over [i(1-j), i(1+j)).

@@ -116,17 +116,28 @@ func TestDialGateKnownDownHostOneDialPerBackoff(t *testing.T) {
 	assert.Equal(t, VerdictPass, gate.Admit(gate.hosts[hostA].next, hostA))
 }
 
-// A server DOWN event makes a host known down at once; an UP event opens it at once.
+// A server DOWN event makes a host known down at once; while our connection is up its real
+// dials are MaxInterval (30 s) apart, since the UP event will come; an UP event opens it at once.
 func TestDialGateServerEvents(t *testing.T) {
 	gate := newGate(t, Governor{})
 	gate.HostDown(t0, hostB)
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostB))
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostB))
-	gate.HostDown(at(500*time.Millisecond), hostB) // a repeated event does not extend it
-	assert.Equal(t, VerdictHostSlot, gate.Admit(at(time.Second), hostB))
-	gate.Done(at(time.Second), hostB, false, true)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(29999*time.Millisecond), hostB))
+	gate.HostDown(at(10*time.Second), hostB) // a repeated event does not extend it
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(30*time.Second), hostB), "a missed UP is covered")
+	gate.Done(at(30*time.Second), hostB, false, true)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(59999*time.Millisecond), hostB))
 	gate.HostUp(hostB)
-	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostB), "UP event: open at once")
+	assert.Equal(t, VerdictPass, gate.Admit(at(31*time.Second), hostB), "UP event: open at once")
+
+	// A host down only by failed dials and then announced down: the longer backoff applies.
+	_, _ = dial(gate, t0, hostC, false)
+	gate.HostDown(t0, hostC)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC))
+
+	// Our connection lost: the budget decides, the announcement's backoff no longer holds.
+	gate.ConnDown(at(2 * time.Second))
+	assert.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostC))
 }
 
 // A dial abandoned by its caller (cancelled) says nothing about the host.

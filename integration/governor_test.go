@@ -94,27 +94,53 @@ func servedBy(s *gocql.Session, p *pinPolicy, ip string) bool {
 	return err == nil && addr.String() == ip
 }
 
+// governedProcess is a gocql session and our ControlConnection sharing one governor, as an
+// application would set them up (gocql's default 60 s reconnect tick, which the governor
+// makes 1 s), with a pinnable policy and every dial counted.
+type governedProcess struct {
+	cc      *controlconn.ControlConnection
+	session *gocql.Session
+	pin     *pinPolicy
+	dials   *countingDialer
+}
+
+func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool) *governedProcess {
+	t.Helper()
+	p := &governedProcess{dials: &countingDialer{}, pin: &pinPolicy{HostSelectionPolicy: gocql.RoundRobinHostPolicy()}}
+	cluster := gocqlCluster(sim)
+	cluster.ReconnectInterval = 60 * time.Second
+	cluster.Dialer = p.dials
+	cluster.PoolConfig.HostSelectionPolicy = p.pin
+	opts := []controlconn.Option{}
+	if governed {
+		opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
+	}
+	var err error
+	p.cc, err = controlconn.New(cluster, controlconn.Cadence{StableAfter: restartStableAfter}, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.cc.Close()) })
+	if governed {
+		require.Equal(t, time.Second, cluster.ReconnectInterval)
+	}
+	p.session, err = cluster.CreateSession()
+	require.NoError(t, err)
+	t.Cleanup(p.session.Close)
+	startCC(t, p.cc, 10*time.Second)
+	eventually(t, 10*time.Second, func() bool {
+		for _, ip := range hostsOf(sim.Nodes()) {
+			if !servedBy(p.session, p.pin, ip) {
+				return false
+			}
+		}
+		return true
+	}, "every host serves the session")
+	return p
+}
+
 func TestGovernedFullOutageAgainstGocqlAlone(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
-
-	// The governed process: gocql's session and ours, one governor.
-	governed := &countingDialer{}
-	cluster := gocqlCluster(sim)
-	cluster.ReconnectInterval = 60 * time.Second // gocql's default: the governor makes it 1 s
-	cluster.Dialer = governed
-	pin := &pinPolicy{HostSelectionPolicy: gocql.RoundRobinHostPolicy()}
-	cluster.PoolConfig.HostSelectionPolicy = pin
-	rec := newRecorder()
-	cc, err := controlconn.New(cluster, controlconn.Cadence{StableAfter: restartStableAfter},
-		controlconn.WithDialGovernor(controlconn.Governor{}),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, cc.Close()) }()
-	require.Equal(t, time.Second, cluster.ReconnectInterval)
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	startCC(t, cc, 10*time.Second)
+	p := startProcess(t, sim, true)
+	cc, session, pin, governed := p.cc, p.session, p.pin, p.dials
 
 	// gocql alone, as users run it (default 60 s reconnect tick).
 	alone := &countingDialer{}
@@ -126,14 +152,6 @@ func TestGovernedFullOutageAgainstGocqlAlone(t *testing.T) {
 	defer aloneSession.Close()
 
 	ips := hostsOf(sim.Nodes())
-	eventually(t, 10*time.Second, func() bool {
-		for _, ip := range ips {
-			if !servedBy(session, pin, ip) {
-				return false
-			}
-		}
-		return true
-	}, "every host serves the governed session before the outage")
 	waitStable(t, cc, restartStableAfter+100*time.Millisecond)
 
 	begin := time.Now()
@@ -171,4 +189,73 @@ func TestGovernedFullOutageAgainstGocqlAlone(t *testing.T) {
 	assert.LessOrEqual(t, connectedAt.Sub(up.At), governedBackWithin, "ours back after the first node_up")
 	assert.LessOrEqual(t, dataLate.max(), dataPathBackWithin, "every host's data path back after its node_up")
 	assert.Positive(t, st.RefusedBudget+st.RefusedBackoff, "the governor refused dials")
+}
+
+// Rolling restart of 5 nodes, 5 s down each: the governed data path never loses a host other
+// than the one restarting, the restarting one serves again within dataPathBackWithin of its
+// node_up, and the governed process dials no more than the same process ungoverned (README
+// setup) beside it. Checked to fail before announced-down hosts got MaxInterval between their
+// slots: the governed process then made 43 dials against 32 (1 s, 2 s, ... slots while down).
+func TestGovernedRollingRestart(t *testing.T) {
+	sim := startCluster(t, cqlsim.Config{Nodes: 5, ReleaseVersion: "3.11.17"})
+	gov := startProcess(t, sim, true)
+	ungov := startProcess(t, sim, false)
+	ips := hostsOf(sim.Nodes())
+
+	type probe struct {
+		host int
+		at   time.Time
+		ok   bool
+	}
+	var probes []probe
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for i, ip := range ips {
+				ok := servedBy(gov.session, gov.pin, ip)
+				probes = append(probes, probe{host: i, at: time.Now(), ok: ok})
+			}
+		}
+	}()
+	begin := time.Now()
+	require.NoError(t, sim.RollingRestart(5*time.Second, time.Second))
+	time.Sleep(dataPathBackWithin)
+	close(stop)
+	<-done
+	end := time.Now()
+
+	var back latencies
+	for i := range ips {
+		down := awaitEvent(t, sim, begin, time.Second, nodeEvent(cqlsim.EventNodeDown, i))
+		up := awaitEvent(t, sim, begin, time.Second, nodeEvent(cqlsim.EventNodeUp, i))
+		servedAgain := time.Time{}
+		for _, p := range probes {
+			if p.host != i {
+				continue
+			}
+			restarting := within(p.at, down.At.Add(-200*time.Millisecond), up.At.Add(dataPathBackWithin))
+			assert.True(t, p.ok || restarting, "host %d failed a pinned query at %s, outside its own restart", i, p.at.Sub(begin))
+			if p.ok && servedAgain.IsZero() && p.at.After(up.At) {
+				servedAgain = p.at
+			}
+		}
+		require.False(t, servedAgain.IsZero(), "host %d never served again", i)
+		back = append(back, servedAgain.Sub(up.At))
+	}
+	g, u := gov.dials.in(begin, end), ungov.dials.in(begin, end)
+	t.Logf("FIGURE rolling restart, 5 nodes, 5 s down each: governed data path back per host after its node_up %v; dials governed %d, ungoverned (gocql + ours, README setup) %d; governor %+v",
+		back, g, u, gov.cc.GovernorStats())
+	assert.LessOrEqual(t, back.max(), dataPathBackWithin)
+	// A rolling restart is no storm for gocql with its 60 s tick: both processes make about
+	// the same dials (pool refills, failovers, our probes after a failover), 27-32 in
+	// five runs each, and which of them lands on a node still restarting is timing. The
+	// governed one must not add more than that noise, despite its 1 s reconnect tick.
+	assert.LessOrEqual(t, g, u+2, "governed dials <= ungoverned (+2 for failover timing)")
 }
