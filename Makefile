@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race vet lint bench demo sim image clean
+.PHONY: test race vet lint bench long demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector.
 test: vet race
@@ -13,6 +13,10 @@ vet:
 
 race:
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The long integration cases (ten 60 s outages of the governed process: about 11 minutes).
+long:
+	CQLCONTROL_LONG=1 $(GO) test -race -count=1 -timeout 30m -run 'TestGovernedLongOutages' -v ./integration/
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
