@@ -251,6 +251,23 @@ func TestNewWithDialGovernor(t *testing.T) {
 	cc3.gov.HostUp("127.0.0.1:9042")
 }
 
+// The hot path allocates nothing: a dial to a host believed up while our connection is up.
+// Checked to fail while the governor keyed hosts by ConnectAddressAndPort() (a string).
+func TestGovernedDialUpHostAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	g, err := newDialGovernor(Governor{}, 0, nil, nil)
+	require.NoError(t, err)
+	d := &governedHostDialer{g: g, inner: &countingHostDialer{dh: &gocql.DialedHost{}}}
+	h := testHost(t, "127.0.0.1:9042")
+	ctx := context.Background()
+	_, err = d.DialHost(ctx, h)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(1000, func() { _, _ = d.DialHost(ctx, h) })
+	assert.Zero(t, allocs, "allocations per governed dial to an up host")
+}
+
 // The hot path: a dial to a host believed up while our connection is up. The inner dialer
 // returns at once, so the benchmark measures what the governor adds.
 func BenchmarkGovernedDialUpHost(b *testing.B) {

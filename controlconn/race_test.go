@@ -1,0 +1,5 @@
+//go:build race
+
+package controlconn
+
+const raceEnabled = true
