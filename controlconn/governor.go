@@ -190,13 +190,10 @@ func NewDialGate(g Governor, delayCap time.Duration, rand func() float64) (*Dial
 // Config returns the governor configuration in use, defaults applied.
 func (d *DialGate) Config() Governor { return d.cfg }
 
-// ConnUp records that our connection is up at now: the budget no longer applies, and each
-// known-down host may have one real dial at once, its backoff starting again from
-// HostBackoff (what it met during the outage says little about it now).
+// ConnUp records that our connection is up (again, or for the first time) at now: the budget
+// no longer applies, and each known-down host may have one real dial at once, its backoff
+// starting again from HostBackoff (what it met while ours was away says little about it now).
 func (d *DialGate) ConnUp(now time.Time) {
-	if d.connUp {
-		return
-	}
 	d.connUp = true
 	for _, h := range d.hosts {
 		if h.down {

@@ -255,6 +255,23 @@ func TestDialGateReconnected(t *testing.T) {
 	assert.Equal(t, VerdictPass, gate.Admit(now, hostC), "unknown host, connection up: pass")
 }
 
+// Before our first connection nothing says the cluster is unreachable: dials pass, and a host
+// whose dials failed backs off (1 s, 2 s, 4 s, ...). Our first connection gives each such host
+// one dial at once, as a reconnection does. Checked to fail while ConnUp did nothing when the
+// gate had never seen ConnDown.
+func TestDialGateFirstConnection(t *testing.T) {
+	gate := newGate(t, Governor{})
+	now := t0
+	for range 5 { // the cluster is down at start-up: A fails, backs off to 16 s
+		_, _ = dial(gate, now, hostA, false)
+		now = gate.hosts[hostA].next
+	}
+	require.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(-time.Millisecond), hostA))
+	first := now.Add(-10 * time.Second)
+	gate.ConnUp(first)
+	assert.Equal(t, VerdictHostSlot, gate.Admit(first, hostA), "our first connection: one dial at once")
+}
+
 func TestVerdictString(t *testing.T) {
 	for v, s := range map[Verdict]string{VerdictPass: "pass", VerdictHostSlot: "host_slot", VerdictBudget: "budget",
 		VerdictHostBackoff: "host_backoff", VerdictNoBudget: "no_budget", Verdict(9): "verdict(9)"} {
