@@ -191,12 +191,18 @@ func NewDialGate(g Governor, delayCap time.Duration, rand func() float64) (*Dial
 func (d *DialGate) Config() Governor { return d.cfg }
 
 // ConnUp records that our connection is up (again, or for the first time) at now: the budget
-// no longer applies, and each known-down host may have one real dial at once, its backoff
+// no longer applies. A host down by failed dials may have one real dial at once, its backoff
 // starting again from HostBackoff (what it met while ours was away says little about it now).
+// A host announced down waits MaxInterval: our connection probes it now (AdmitOwn) and will
+// announce it UP.
 func (d *DialGate) ConnUp(now time.Time) {
 	d.connUp = true
 	for _, h := range d.hosts {
-		if h.down {
+		switch {
+		case !h.down:
+		case h.announced:
+			h.next = now.Add(d.cfg.MaxInterval)
+		default:
 			h.failures = 0
 			if h.next.After(now) {
 				h.next = now
@@ -277,6 +283,24 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 		h.next = now.Add(d.hostBackoff(now, h))
 	}
 	return v
+}
+
+// AdmitOwn decides a dial of our own connection. While it is up, ours dials only to probe
+// hosts after a reconnection, at most once per host, to learn the states it missed: those
+// pass, whatever the gate believes, so they can correct it. While it is down, ours is one
+// more client of the budget (Admit).
+func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
+	if d.connUp {
+		return VerdictPass
+	}
+	return d.Admit(now, addr)
+}
+
+// Lost records that our connection to addr was lost at now: the host is as good as announced
+// DOWN (its connection ended), and our connection is down (ConnDown).
+func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
+	d.HostDown(now, addr)
+	d.ConnDown(now)
 }
 
 // Done records the outcome of a dial Admit allowed: ok if the host accepted it. failed is

@@ -94,6 +94,21 @@ func (g *dialGovernor) ConnDown() {
 	g.mu.Unlock()
 }
 
+// Lost tells the governor our connection to addr ("ip:port") was lost (DialGate.Lost).
+func (g *dialGovernor) Lost(addr string) {
+	if g == nil {
+		return
+	}
+	ap, ok := parseAddrPort(addr)
+	g.mu.Lock()
+	if ok {
+		g.gate.Lost(g.now(), ap)
+	} else {
+		g.gate.ConnDown(g.now())
+	}
+	g.mu.Unlock()
+}
+
 // HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
 func (g *dialGovernor) HostUp(addr string) {
 	if ap, ok := parseAddrPort(addr); g != nil && ok {
@@ -137,10 +152,15 @@ func (g *dialGovernor) Stats() GovernorStats {
 	}
 }
 
-// admit decides a dial to addr; the error wraps ErrGoverned when it is refused.
-func (g *dialGovernor) admit(addr netip.AddrPort) error {
+// admit decides a dial to addr, of ours if own; the error wraps ErrGoverned when it is refused.
+func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
 	g.mu.Lock()
-	v := g.gate.Admit(g.now(), addr)
+	var v Verdict
+	if own {
+		v = g.gate.AdmitOwn(g.now(), addr)
+	} else {
+		v = g.gate.Admit(g.now(), addr)
+	}
 	g.mu.Unlock()
 	g.counts[v].Add(1)
 	if !v.Allowed() {
@@ -181,7 +201,7 @@ func (d *governedHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo)
 	if !ok || d.g.off.Load() {
 		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
 	}
-	if err := d.g.admit(addr); err != nil {
+	if err := d.g.admit(addr, d.own); err != nil {
 		return nil, err
 	}
 	dh, err := d.inner.DialHost(ctx, host)
@@ -202,7 +222,7 @@ func (d *governedNetDialer) DialContext(ctx context.Context, network, address st
 	if !ok || d.g.off.Load() {
 		return d.inner.DialContext(ctx, network, address)
 	}
-	if err := d.g.admit(addr); err != nil {
+	if err := d.g.admit(addr, true); err != nil {
 		return nil, err
 	}
 	c, err := d.inner.DialContext(ctx, network, address)

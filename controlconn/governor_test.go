@@ -272,6 +272,27 @@ func TestDialGateFirstConnection(t *testing.T) {
 	assert.Equal(t, VerdictHostSlot, gate.Admit(first, hostA), "our first connection: one dial at once")
 }
 
+// Our connection lost to A: A is as good as announced down and the budget applies. When ours
+// is back (on B), A waits MaxInterval for gocql, but our own probe of it passes, and a probe
+// that connects opens it for gocql at once. Checked to fail while ConnUp gave announced hosts a
+// slot at once (gocql's next dial to the restarting node took it) and own dials had no pass.
+func TestDialGateLostAndProbed(t *testing.T) {
+	gate := newGate(t, Governor{})
+	gate.Lost(t0, hostA)
+	require.False(t, gate.ConnIsUp())
+	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostB), "the budget applies, A or not")
+	assert.Equal(t, VerdictNoBudget, gate.AdmitOwn(t0, hostA), "ours is one more client of the budget while down")
+	gate.Done(t0, hostB, true, false)
+
+	back := at(50 * time.Millisecond)
+	gate.ConnUp(back)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "announced down: no slot at once for gocql")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(29*time.Second), hostA))
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, hostA), "our probe passes")
+	gate.Done(back, hostA, true, false)
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
+}
+
 func TestVerdictString(t *testing.T) {
 	for v, s := range map[Verdict]string{VerdictPass: "pass", VerdictHostSlot: "host_slot", VerdictBudget: "budget",
 		VerdictHostBackoff: "host_backoff", VerdictNoBudget: "no_budget", Verdict(9): "verdict(9)"} {

@@ -176,7 +176,7 @@ func (cc *ControlConnection) lose(o *owner) {
 	if cc.ctx.Err() != nil {
 		return // closed by Close, not lost
 	}
-	cc.gov.ConnDown()
+	cc.gov.Lost(l.ep.Addr)
 	cc.lastLoss.Store(&lossInfo{ep: l.ep, err: err, at: time.Now()})
 	cc.obs.Lost(l.ep, err, uptime)
 	cc.log.Warn("control connection lost", "addr", l.ep.Addr, "class", Classify(err), "err", err, "uptime", uptime)

@@ -224,8 +224,9 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 // Rolling restart of 5 nodes, 5 s down each: the governed data path never loses a host other
 // than the one restarting, the restarting one serves again within dataPathBackWithin of its
 // node_up, and the governed process dials no more than the same process ungoverned (README
-// setup) beside it. Checked to fail before announced-down hosts got MaxInterval between their
-// slots: the governed process then made 43 dials against 32 (1 s, 2 s, ... slots while down).
+// setup) beside it. Checked to fail before announced-down hosts (and the host our connection
+// was lost from) got MaxInterval between their slots: the governed process then made 37-43
+// dials against 27-32 (1 s, 2 s, ... slots to the node while it was down).
 func TestGovernedRollingRestart(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 5, ReleaseVersion: "3.11.17"})
 	gov := startProcess(t, sim, true)
@@ -284,8 +285,9 @@ func TestGovernedRollingRestart(t *testing.T) {
 		back, g, u, gov.cc.GovernorStats())
 	assert.LessOrEqual(t, back.max(), dataPathBackWithin)
 	// A rolling restart is no storm for gocql with its 60 s tick: both processes make about
-	// the same dials (pool refills, failovers, our probes after a failover), 27-32 in
-	// five runs each, and which of them lands on a node still restarting is timing. The
-	// governed one must not add more than that noise, despite its 1 s reconnect tick.
+	// the same dials (pool refills, failovers, our probes after a failover; governed 27 in
+	// three runs, ungoverned 27-31), and how often ours fails over, probing every host each
+	// time, depends on which nodes it happens to sit on. The governed process must not add
+	// more than that, despite its 1 s reconnect tick.
 	assert.LessOrEqual(t, g, u+2, "governed dials <= ungoverned (+2 for failover timing)")
 }
