@@ -45,9 +45,11 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 // DOWN (the UP announcement opens it at once; the slots only cover a missed one). While our connection is down (the cluster
 // unreachable as far as we know), a real dial also needs the client-wide budget: the first at
 // once, the next one interval later; and a known-down host's backoff is at most (number of
-// hosts) × interval, so the budget rotates over the hosts. A host that accepted a dial during
-// the outage passes at once from then on (it is never starved), and that dial is evidence
-// that re-arms our connection. Refused dials fail at once with an error wrapping ErrGoverned.
+// hosts) × interval, so the budget rotates over the hosts. The first dial that connects
+// during the outage is evidence that re-arms our connection, and it proves the cluster
+// reachable: from then on until our connection is back, that host and every host not known
+// down pass at once (a host that accepts connections is never starved); known-down hosts
+// stay on the budget. Refused dials fail at once with an error wrapping ErrGoverned.
 type Governor struct {
 	MinInterval time.Duration
 	OutageShare float64
@@ -154,6 +156,7 @@ type DialGate struct {
 	rand func() float64
 
 	connUp    bool      // our connection is up (initially: nothing says the cluster is unreachable)
+	reachable bool      // our connection is down, but a dial connected since: the cluster is reachable
 	downSince time.Time // when our connection went down
 	nextReal  time.Time // the budget's next real dial, while down
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
@@ -164,6 +167,7 @@ type DialGate struct {
 type gateHost struct {
 	down      bool      // known down: a server event or a failed dial since its last success
 	announced bool      // down by a server event, not only by failed dials
+	suspect   bool      // our connection to it was lost, and it has not accepted a dial since
 	failures  int       // failed real dials since the last success or up event
 	next      time.Time // a known-down host's next real dial
 	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
@@ -198,6 +202,10 @@ func (d *DialGate) Config() Governor { return d.cfg }
 func (d *DialGate) ConnUp(now time.Time) {
 	d.connUp = true
 	for _, h := range d.hosts {
+		if h.suspect {
+			h.down, h.announced, h.suspect = true, true, false
+			h.failures = max(h.failures, 1)
+		}
 		switch {
 		case !h.down:
 		case h.announced:
@@ -218,7 +226,7 @@ func (d *DialGate) ConnDown(now time.Time) {
 	if !d.connUp {
 		return
 	}
-	d.connUp = false
+	d.connUp, d.reachable = false, false
 	d.downSince = now
 	d.nextReal = now
 	d.epoch++
@@ -236,7 +244,7 @@ func (d *DialGate) ConnIsUp() bool { return d.connUp }
 // dials pass at once, its backoff is forgotten.
 func (d *DialGate) HostUp(addr netip.AddrPort) {
 	h := d.host(addr)
-	h.down, h.announced, h.failures, h.next = false, false, 0, time.Time{}
+	h.down, h.announced, h.suspect, h.failures, h.next = false, false, false, 0, time.Time{}
 	h.accepted = d.epoch
 }
 
@@ -258,13 +266,13 @@ func (d *DialGate) HostDown(now time.Time, addr netip.AddrPort) {
 // a budget dial, or both. Every allowed dial must be followed by one Done.
 func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 	h := d.hosts[addr]
-	if d.connUp && (h == nil || !h.down) {
+	if (d.connUp || d.reachable) && (h == nil || !h.down) {
 		return VerdictPass // the hot path: one map lookup
 	}
 	if h == nil {
 		h = d.host(addr)
 	}
-	if !d.connUp && !h.down && h.accepted == d.epoch {
+	if !h.down && h.accepted == d.epoch {
 		return VerdictPass // it accepted a dial during this outage: never starve it
 	}
 	if h.down && now.Before(h.next) {
@@ -296,10 +304,14 @@ func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 	return d.Admit(now, addr)
 }
 
-// Lost records that our connection to addr was lost at now: the host is as good as announced
-// DOWN (its connection ended), and our connection is down (ConnDown).
+// Lost records that our connection to addr was lost at now: our connection is down
+// (ConnDown), and the host is suspect. While ours is down that changes nothing (the fault may
+// be on our side: gocql's dials to it are only budgeted); if ours comes back elsewhere first,
+// the host counts as announced DOWN (ConnUp), and our probe or its UP announcement opens it.
 func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
-	d.HostDown(now, addr)
+	if h := d.host(addr); !h.down {
+		h.suspect = true
+	}
 	d.ConnDown(now)
 }
 
@@ -311,9 +323,10 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 	h := d.host(addr)
 	switch {
 	case ok:
-		h.down, h.announced, h.failures, h.next = false, false, 0, time.Time{}
+		h.down, h.announced, h.suspect, h.failures, h.next = false, false, false, 0, time.Time{}
 		evidence = !d.connUp && h.accepted != d.epoch
 		h.accepted = d.epoch
+		d.reachable = !d.connUp
 	case failed:
 		h.failures++
 		h.accepted = 0

@@ -5,8 +5,9 @@ package controlconn
 // must not be starved: a new gocql session connects within about one budget interval, its
 // dial is evidence that re-arms ours, and when the partition heals ours is back.
 //
-// Checked to fail when our own failed dials mark hosts known down for gocql (the first draft):
-// every host was then in its backoff and no session could be created for seconds.
+// Checked to fail when our own failed dials mark hosts known down for gocql (every host was
+// then in its backoff: 11.7 s), and when a connected dial did not prove the cluster reachable
+// (the session waited for the budget pool by pool: 3.1 s).
 
 import (
 	"context"
@@ -107,9 +108,10 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 		return !cc.gov.gate.ConnIsUp()
 	}, "ours lost: the budget applies")
 
-	// The application creates a session now (retrying, as it would): its dials get the budget.
-	// gocql's CreateSession waits for every pool's first connection, retrying a refused one
-	// up to 3 times 1 s apart (its default ConnReconnectionPolicy).
+	// The application creates a session now (retrying, as it would): its first dial gets the
+	// budget, connects, and proves the cluster reachable, so its other dials pass. (gocql's
+	// CreateSession waits for every pool's first connection, retrying a refused one up to 3
+	// times 1 s apart: without that proof it took 3 s.)
 	begin := time.Now()
 	var session *gocql.Session
 	eventuallyTrue(t, 10*time.Second, func() bool {
@@ -131,7 +133,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 		ms(evidenced), ms(took), cc.GovernorStats())
 	assert.Positive(t, cc.GovernorStats().Evidence, "gocql's dial that connected is evidence")
 	assert.LessOrEqual(t, evidenced, oneInterval, "gocql connected and re-armed ours within one budget interval (1 s ±20 %%) plus margin")
-	assert.LessOrEqual(t, took, 3*time.Second+oneInterval, "gocql's own retries, plus one budget interval")
+	assert.LessOrEqual(t, took, oneInterval, "the session within one budget interval")
 	cut.setCut(false)
 	waitConnected(t, cc, 15*time.Second)
 }

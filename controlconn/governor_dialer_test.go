@@ -192,7 +192,7 @@ func TestGovernedNetDialerOwnDials(t *testing.T) {
 	require.NoError(t, err, "it accepted a dial this outage: it passes")
 	c.Close()
 	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
-	assert.ErrorIs(t, err, ErrGoverned, "another host: no budget left")
+	assert.NotErrorIs(t, err, ErrGoverned, "our dial connected: the cluster is reachable, another host passes")
 	assert.EqualValues(t, 1, g.Stats().Budget)
 	assert.Zero(t, g.Stats().Evidence)
 

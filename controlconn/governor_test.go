@@ -207,11 +207,14 @@ func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 }
 
 // A governed dial that connects while our connection is down is evidence (once per host and
-// outage), and that host passes from then on: it is never starved. Other hosts stay budgeted.
+// outage), and it proves the cluster reachable: that host and every host not known down pass
+// from then on (none is starved); hosts known down stay on the budget. Checked to fail while
+// only the connected host passed (a new gocql session then waited for the budget host by host).
 func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	gate := newGate(t, Governor{})
 	gate.ConnDown(t0)
 	_, _ = dial(gate, t0, hostA, false)
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(500*time.Millisecond), hostC), "unreachable as far as we know: budget")
 	v, ev := dial(gate, at(time.Second), hostB, true)
 	assert.Equal(t, VerdictBudget, v)
 	assert.True(t, ev, "it connected while our connection is down: evidence")
@@ -220,7 +223,8 @@ func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 		assert.Equal(t, VerdictPass, v, "a host that accepts connections is not starved")
 		assert.False(t, ev, "evidence once per host and outage")
 	}
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1100*time.Millisecond), hostC))
+	assert.Equal(t, VerdictPass, gate.Admit(at(1100*time.Millisecond), hostC), "reachable: a host not known down passes")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down stays on the budget")
 
 	// Our connection comes back and goes down again: the earlier evidence is stale.
 	gate.ConnUp(at(2 * time.Second))
@@ -272,25 +276,39 @@ func TestDialGateFirstConnection(t *testing.T) {
 	assert.Equal(t, VerdictHostSlot, gate.Admit(first, hostA), "our first connection: one dial at once")
 }
 
-// Our connection lost to A: A is as good as announced down and the budget applies. When ours
-// is back (on B), A waits MaxInterval for gocql, but our own probe of it passes, and a probe
-// that connects opens it for gocql at once. Checked to fail while ConnUp gave announced hosts a
-// slot at once (gocql's next dial to the restarting node took it) and own dials had no pass.
+// Our connection lost to A: the budget applies, and A is only suspect (the fault may be ours).
+// When ours is back on B first, A counts as announced down: it waits MaxInterval for gocql,
+// but our own probe of it passes, and a probe that connects opens it for gocql at once.
+// Checked to fail while ConnUp gave announced hosts a slot at once (gocql's next dial to the
+// restarting node took it) and own dials had no pass.
 func TestDialGateLostAndProbed(t *testing.T) {
 	gate := newGate(t, Governor{})
 	gate.Lost(t0, hostA)
 	require.False(t, gate.ConnIsUp())
-	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostB), "the budget applies, A or not")
+	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostB), "the budget applies")
 	assert.Equal(t, VerdictNoBudget, gate.AdmitOwn(t0, hostA), "ours is one more client of the budget while down")
 	gate.Done(t0, hostB, true, false)
 
 	back := at(50 * time.Millisecond)
 	gate.ConnUp(back)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "announced down: no slot at once for gocql")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "lost from, not seen since: no slot at once for gocql")
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(29*time.Second), hostA))
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, hostA), "our probe passes")
 	gate.Done(back, hostA, true, false)
 	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
+}
+
+// Ours cut off alone: the host it was lost from is not held against gocql while ours is down;
+// once a dial proves the cluster reachable, it passes like any host not known down.
+func TestDialGateLostHostNotHeldWhileDown(t *testing.T) {
+	gate := newGate(t, Governor{})
+	gate.Lost(t0, hostA)
+	v, _ := dial(gate, t0, hostB, true)
+	require.Equal(t, VerdictBudget, v)
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostA))
+	gate.Done(t0, hostA, true, false)
+	gate.ConnUp(at(time.Second))
+	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostA), "it accepted a dial: not suspect any more")
 }
 
 func TestVerdictString(t *testing.T) {
