@@ -39,10 +39,11 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 //	HostBackoff  1 s    a host whose dials failed gets its next real dial this much later,
 //	                    doubling per failure up to MaxInterval
 //
-// The rules, per dial: while our connection is up, a dial to a host believed up or unknown
+// The rules, per dial. While our connection is up, a dial to a host believed up or unknown
 // passes untouched; a dial to a host known down is real at most once per that host's backoff:
 // HostBackoff doubling per failed dial, or MaxInterval for a host our connection saw announced
-// DOWN (the UP announcement opens it at once; the slots only cover a missed one). While our connection is down (the cluster
+// DOWN or was lost from (its UP announcement, or our probe after a reconnection, opens it at
+// once; the slots only cover a missed announcement). While our connection is down (the cluster
 // unreachable as far as we know), a real dial also needs the client-wide budget: the first at
 // once, the next one interval later; and a known-down host's backoff is at most (number of
 // hosts) × interval, so the budget rotates over the hosts. The first dial that connects
@@ -149,8 +150,8 @@ func (v Verdict) String() string {
 
 // DialGate is the decision core of the dial governor: no clock, no goroutine, no lock and no
 // allocation on the way of a dial to a known host. Whoever owns it passes the time in and
-// serialises the calls (the governed dialers do, under one mutex), so virtual-time tests and
-// the lab drive it call for call.
+// serialises the calls (the governed dialers do, under one mutex), so virtual-time tests
+// drive it call for call.
 type DialGate struct {
 	cfg  Governor // defaults applied
 	rand func() float64

@@ -38,7 +38,7 @@ const gocqlDefaultReconnectInterval = 60 * time.Second
 
 // GovernorStats counts the dials the governor decided on since New.
 type GovernorStats struct {
-	Passed         int64 // passed untouched (host up or unknown, our connection up; or it accepted a dial this outage)
+	Passed         int64 // passed untouched: host not known down, ours up or the cluster proven reachable; our probes
 	HostSlots      int64 // a known-down host's one real dial per backoff
 	Budget         int64 // real dials paid from the client-wide budget while our connection was down
 	RefusedBackoff int64 // refused: known-down host within its backoff
@@ -50,8 +50,9 @@ type GovernorStats struct {
 func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget }
 
 // dialGovernor is one client's governor: the DialGate under a mutex, the clock, counters and
-// the evidence sink. Its methods are safe for concurrent use and hold the mutex for a map
-// lookup at most; the nil *dialGovernor (no governor configured) does nothing.
+// the evidence sink. Its methods are safe for concurrent use; a dial holds the mutex for a map
+// lookup or two (the owner's ConnUp and ConnDown walk the hosts); the nil *dialGovernor (no
+// governor configured) does nothing.
 type dialGovernor struct {
 	mu   sync.Mutex // guards gate
 	gate *DialGate
