@@ -75,56 +75,44 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	return &dialGovernor{gate: gate, now: now}, nil
 }
 
-// ConnUp tells the governor our connection is up.
-func (g *dialGovernor) ConnUp() {
+// locked runs f on the gate under the mutex, with the time; the nil governor does nothing.
+func (g *dialGovernor) locked(f func(d *DialGate, now time.Time)) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
-	g.gate.ConnUp(g.now())
-	g.mu.Unlock()
+	defer g.mu.Unlock()
+	f(g.gate, g.now())
 }
 
+// ConnUp tells the governor our connection is up.
+func (g *dialGovernor) ConnUp() { g.locked((*DialGate).ConnUp) }
+
 // ConnDown tells the governor our connection is down: the client-wide budget applies.
-func (g *dialGovernor) ConnDown() {
-	if g == nil {
-		return
-	}
-	g.mu.Lock()
-	g.gate.ConnDown(g.now())
-	g.mu.Unlock()
-}
+func (g *dialGovernor) ConnDown() { g.locked((*DialGate).ConnDown) }
 
 // Lost tells the governor our connection to addr ("ip:port") was lost (DialGate.Lost).
 func (g *dialGovernor) Lost(addr string) {
-	if g == nil {
-		return
-	}
-	ap, ok := parseAddrPort(addr)
-	g.mu.Lock()
-	if ok {
-		g.gate.Lost(g.now(), ap)
-	} else {
-		g.gate.ConnDown(g.now())
-	}
-	g.mu.Unlock()
+	g.locked(func(d *DialGate, now time.Time) {
+		if ap, ok := parseAddrPort(addr); ok {
+			d.Lost(now, ap)
+		} else {
+			d.ConnDown(now)
+		}
+	})
 }
 
 // HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
 func (g *dialGovernor) HostUp(addr string) {
-	if ap, ok := parseAddrPort(addr); g != nil && ok {
-		g.mu.Lock()
-		g.gate.HostUp(ap)
-		g.mu.Unlock()
+	if ap, ok := parseAddrPort(addr); ok {
+		g.locked(func(d *DialGate, _ time.Time) { d.HostUp(ap) })
 	}
 }
 
 // HostDown tells the governor that the host at addr ("ip:port", as dialled) is down.
 func (g *dialGovernor) HostDown(addr string) {
-	if ap, ok := parseAddrPort(addr); g != nil && ok {
-		g.mu.Lock()
-		g.gate.HostDown(g.now(), ap)
-		g.mu.Unlock()
+	if ap, ok := parseAddrPort(addr); ok {
+		g.locked(func(d *DialGate, now time.Time) { d.HostDown(now, ap) })
 	}
 }
 
