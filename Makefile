@@ -3,16 +3,20 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race vet lint bench long demo sim image clean
+.PHONY: test race vet gocqlv2 lint bench long demo sim image clean
 
-# The test command from the README: vet, then every test with the race detector.
-test: vet race
+# The test command from the README: vet, then every test with the race detector, in both modules.
+test: vet race gocqlv2
 
 vet:
 	$(GO) vet $(PKGS)
 
 race:
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
+
+# The gocqlv2 module (apache gocql v2) has its own go.mod, so ./... above does not reach it.
+gocqlv2:
+	cd gocqlv2 && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 30m ./...
 
 # The long integration cases (ten 60 s outages of the governed process: about 11 minutes).
 long:

@@ -48,6 +48,29 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 			return nil, err
 		}
 	}
+	cc, err := NewWithListener(c, func(q *hostevents.Queue) { hostevents.Install(cfg, q) }, opts...)
+	if err != nil || gov == nil {
+		return cc, err
+	}
+	cc.gov = gov
+	gov.onEvidence(cc.dialEvidence)
+	cfg.HostDialer = gocqlDialer
+	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
+		cfg.ReconnectInterval = GovernedReconnectInterval
+	}
+	return cc, nil
+}
+
+// NewWithListener is New for a driver configuration already translated into c: it builds the
+// ControlConnection with a host-event queue and calls install with that queue, so that the
+// caller can put the driver's listener on it (the gocqlv2 module does so for gocql v2). Unless
+// opts pass a queue (WithHostEvents), it creates one (WithQueueConfig) that Close closes.
+// install is called once, after the ControlConnection is built, and not at all on error.
+func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	own := false
 	if o.queue == nil {
 		q, err := hostevents.NewQueue(o.queueConfig)
@@ -65,15 +88,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 		return nil, err
 	}
 	cc.ownQueue = own
-	hostevents.Install(cfg, o.queue)
-	if gov != nil {
-		cc.gov = gov
-		gov.onEvidence(cc.dialEvidence)
-		cfg.HostDialer = gocqlDialer
-		if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
-			cfg.ReconnectInterval = GovernedReconnectInterval
-		}
-	}
+	install(o.queue)
 	return cc, nil
 }
 

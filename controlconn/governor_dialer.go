@@ -20,7 +20,7 @@ import (
 // with gocql v1.7.0's own semantics: the HostDialer if set; else the Dialer, or a net.Dialer
 // with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
 // config afterwards, and this ControlConnection's own dials, share one budget. NewWithConfig
-// ignores it (it has no gocql config to govern).
+// and NewWithListener ignore it (they have no gocql v1 config to govern).
 func WithDialGovernor(g Governor) Option {
 	return func(o *options) { o.governor = &g }
 }

@@ -60,6 +60,7 @@ type serverConn struct {
 	codec       frame.RawCodec
 	segments    segment.Codec
 	modernIn    bool
+	beta        bool   // 3.11's v5 beta, with USE_BETA: legacy frames, USE_BETA on responses; set before any response
 	pending     []byte // partial frame spread over v5 segments
 	started     bool   // STARTUP answered (READY or AUTH_SUCCESS)
 	authPending bool   // AUTHENTICATE sent, waiting for AUTH_RESPONSE
@@ -178,18 +179,23 @@ func (c *serverConn) awaitData() error {
 }
 
 // readLegacyFrame reads one v3-v5 frame outside segments. The first frame fixes the connection's version;
-// an unsupported version is answered with the protocol error real Cassandra sends, then the connection closes.
+// a version the release refuses is answered with the protocol error real Cassandra sends (negotiation.go),
+// then the connection closes.
 func (c *serverConn) readLegacyFrame() (*frame.RawFrame, error) {
-	first, err := c.br.Peek(1)
+	head, err := c.br.Peek(2) // version, flags
 	if err != nil {
 		return nil, err
 	}
-	v := int(first[0] & 0x7f)
+	v := int(head[0] & 0x7f)
+	useBeta := primitive.HeaderFlag(head[1]).Contains(primitive.HeaderFlagUseBeta)
 	established := c.connVersion()
-	switch {
-	case established == 0 && (v < 3 || v > c.node.c.rel.maxProtocol()):
-		c.rejectVersion(v)
-		return nil, errRejected
+	if established == 0 {
+		ref, ok := c.node.c.rel.negotiate(v, useBeta)
+		if !ok {
+			c.rejectVersion(v, ref)
+			return nil, errRejected
+		}
+		c.beta = v == c.node.c.rel.betaProtocol()
 	}
 	raw, err := c.codec.DecodeRawFrame(c.br)
 	if err != nil {
@@ -250,50 +256,33 @@ func isIOError(err error) bool {
 		errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, new(*net.OpError))
 }
 
-// rejectVersion answers a frame of an unsupported protocol version and closes the connection. The error is
-// written in the highest supported version when the client's is higher (as Cassandra does), or in the
-// client's own layout when it is lower, so the client can read it.
-func (c *serverConn) rejectVersion(v int) {
-	maxV := c.node.c.rel.maxProtocol()
-	msg := fmt.Sprintf("Invalid or unsupported protocol version (%d); the lowest supported version is 3 and the greatest is %d", v, maxV)
+// rejectVersion answers a frame of a refused protocol version on stream 0 and closes the connection.
+// An error in v1 or v2 has their 8-byte header.
+func (c *serverConn) rejectVersion(v int, ref refusal) {
 	headLen := 9
 	if v < 3 {
 		headLen = 8 // v1/v2 headers have a one-byte stream id
 	}
 	head, _ := c.br.Peek(headLen)
-	var stream int16
 	var bodyLen uint32
-	replyVersion := byte(v)
-	switch {
-	case v < 3 && len(head) == 8:
-		stream = int16(int8(head[2]))
-		bodyLen = binary.BigEndian.Uint32(head[4:8])
-		_, _ = c.br.Discard(8)
-	case len(head) == 9:
-		stream = int16(binary.BigEndian.Uint16(head[2:4]))
-		bodyLen = binary.BigEndian.Uint32(head[5:9])
-		_, _ = c.br.Discard(9)
-	}
-	if v > maxV {
-		replyVersion = byte(maxV)
+	if len(head) == headLen {
+		bodyLen = binary.BigEndian.Uint32(head[headLen-4:])
+		_, _ = c.br.Discard(headLen)
 	}
 	if bodyLen <= maxFrameBody {
 		_, _ = c.br.Discard(int(bodyLen)) // read it all so closing sends a FIN, not a RST
 	}
 	body := binary.BigEndian.AppendUint32(nil, uint32(primitive.ErrorCodeProtocolError))
-	body = binary.BigEndian.AppendUint16(body, uint16(len(msg)))
-	body = append(body, msg...)
-	var out []byte
-	if replyVersion < 3 {
-		out = []byte{replyVersion | 0x80, 0, byte(stream), byte(primitive.OpCodeError)}
-	} else {
-		out = []byte{replyVersion | 0x80, 0}
-		out = binary.BigEndian.AppendUint16(out, uint16(stream))
-		out = append(out, byte(primitive.OpCodeError))
+	body = binary.BigEndian.AppendUint16(body, uint16(len(ref.message)))
+	body = append(body, ref.message...)
+	out := []byte{byte(ref.version) | 0x80, 0, 0} // response, no flags, stream 0
+	if ref.version >= 3 {
+		out = append(out, 0) // two-byte stream id
 	}
+	out = append(out, byte(primitive.OpCodeError))
 	out = binary.BigEndian.AppendUint32(out, uint32(len(body)))
 	out = append(out, body...)
-	c.node.c.cfg.Logf("cqlsim: node %d: %s: %s", c.node.index, c.remote, msg)
+	c.node.c.cfg.Logf("cqlsim: node %d: %s: %s", c.node.index, c.remote, ref.message)
 	_, _ = c.nc.Write(out)
 	c.shutdown(CloseProtocol, false)
 }
@@ -394,6 +383,9 @@ func (c *serverConn) writeLoop() {
 func (c *serverConn) encode(w *bytes.Buffer, o outFrame) error {
 	if o.compress && !c.modernOut {
 		o.f.Header.Flags = o.f.Header.Flags.Add(primitive.HeaderFlagCompressed)
+	}
+	if c.beta {
+		o.f.Header.Flags = o.f.Header.Flags.Add(primitive.HeaderFlagUseBeta)
 	}
 	if !c.modernOut {
 		return c.wcodec.EncodeFrame(o.f, w)

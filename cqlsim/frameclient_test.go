@@ -18,15 +18,17 @@ import (
 
 // frameClient is a minimal native-protocol client on a raw socket, for asserting what a node sends.
 type frameClient struct {
-	t       *testing.T
-	conn    *net.TCPConn
-	br      *bufio.Reader
-	version primitive.ProtocolVersion
-	codec   frame.RawCodec
-	seg     segment.Codec
-	modern  bool // v5 segments after READY/AUTHENTICATE
-	stream  int16
-	pending []message.Event // events read while waiting for a response
+	t         *testing.T
+	conn      *net.TCPConn
+	br        *bufio.Reader
+	version   primitive.ProtocolVersion
+	codec     frame.RawCodec
+	seg       segment.Codec
+	modern    bool                 // v5 segments after READY/AUTHENTICATE
+	beta      bool                 // set USE_BETA on requests; no segments (3.11's v5 beta)
+	lastFlags primitive.HeaderFlag // flags of the last frame received
+	stream    int16
+	pending   []message.Event // events read while waiting for a response
 }
 
 func dialFrames(t *testing.T, addr string, v primitive.ProtocolVersion) *frameClient {
@@ -43,6 +45,9 @@ func (fc *frameClient) send(m message.Message) int16 {
 	fc.t.Helper()
 	fc.stream++
 	f := frame.NewFrame(fc.version, fc.stream, m)
+	if fc.beta {
+		f.Header.Flags = f.Header.Flags.Add(primitive.HeaderFlagUseBeta)
+	}
 	var buf bytes.Buffer
 	require.NoError(fc.t, fc.codec.EncodeFrame(f, &buf))
 	if fc.modern {
@@ -77,9 +82,16 @@ func (fc *frameClient) recv(d time.Duration) (*frame.Frame, error) {
 				break // the last part of a frame spread over segments
 			}
 		}
-		return fc.codec.DecodeFrame(bytes.NewReader(data))
+		return fc.remember(fc.codec.DecodeFrame(bytes.NewReader(data)))
 	}
-	return fc.codec.DecodeFrame(fc.br)
+	return fc.remember(fc.codec.DecodeFrame(fc.br))
+}
+
+func (fc *frameClient) remember(f *frame.Frame, err error) (*frame.Frame, error) {
+	if err == nil {
+		fc.lastFlags = f.Header.Flags
+	}
+	return f, err
 }
 
 // request sends m and returns the response to it, skipping pushed events.
@@ -94,7 +106,7 @@ func (fc *frameClient) request(m message.Message) message.Message {
 			continue
 		}
 		if f.Header.StreamId == id {
-			if op := f.Body.Message.GetOpCode(); fc.version >= primitive.ProtocolVersion5 &&
+			if op := f.Body.Message.GetOpCode(); fc.version >= primitive.ProtocolVersion5 && !fc.beta &&
 				(op == primitive.OpCodeReady || op == primitive.OpCodeAuthenticate) {
 				fc.modern = true
 			}

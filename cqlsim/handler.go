@@ -46,7 +46,7 @@ func (c *serverConn) answer(f *frame.Frame) (o outFrame) {
 		resp = errorMessage(err)
 	}
 	o.f = frame.NewFrame(v, stream, resp)
-	if v.SupportsModernFramingLayout() && (resp.GetOpCode() == primitive.OpCodeReady || resp.GetOpCode() == primitive.OpCodeAuthenticate) && !c.modernIn {
+	if v.SupportsModernFramingLayout() && !c.beta && (resp.GetOpCode() == primitive.OpCodeReady || resp.GetOpCode() == primitive.OpCodeAuthenticate) && !c.modernIn {
 		// v5: both directions switch to segments right after this response.
 		o.switchModern = true
 		c.modernIn = true
@@ -109,18 +109,14 @@ func opName(op primitive.OpCode) string {
 // supported lists what real Cassandra lists, minus lz4, which the simulator cannot compress.
 func (c *serverConn) supported(v primitive.ProtocolVersion) *message.Supported {
 	rel := c.node.c.rel
-	versions := []string{"3/v3", "4/v4"}
-	if rel.v4() {
-		versions = append(versions, "5/v5")
-	}
 	compression := []string{"snappy"}
-	if v >= primitive.ProtocolVersion5 {
+	if v >= primitive.ProtocolVersion5 && !c.beta {
 		compression = []string{} // v5 compresses segments with lz4 only
 	}
 	return &message.Supported{Options: map[string][]string{
 		"CQL_VERSION":       {rel.cqlVersion()},
 		"COMPRESSION":       compression,
-		"PROTOCOL_VERSIONS": versions,
+		"PROTOCOL_VERSIONS": rel.protocolVersions(),
 	}}
 }
 

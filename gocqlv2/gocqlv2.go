@@ -1,0 +1,94 @@
+// Package gocqlv2 plugs cqlcontrol's control connection into Apache gocql v2
+// (github.com/apache/cassandra-gocql-driver/v2), as controlconn.New does for gocql v1.7.0. It is a
+// module of its own, so that users of gocql v1 never download v2.
+package gocqlv2
+
+import (
+	"errors"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	gocqlv1 "github.com/gocql/gocql"
+)
+
+// maxProtoVersion is the greatest native protocol version the control connection speaks.
+const maxProtoVersion = 4
+
+// New builds a ControlConnection from the gocql v2 configuration the application already has and
+// installs the host-event listener on it, so that the sessions created from cluster afterwards
+// feed recovery with evidence:
+//
+//	cluster := gocql.NewCluster("10.0.0.1", "10.0.0.2")
+//	cc, err := gocqlv2.New(cluster, controlconn.Cadence{})
+//	if err != nil { ... }
+//	defer cc.Close()
+//	session, err := cluster.CreateSession() // after New: the listener is in cluster now
+//	if err := cc.Start(ctx); err != nil { ... }
+//
+// The configuration is translated by ConfigFromGocql. The listener goes into
+// cluster.Metadata.HostListener, next to any listener already there (a gocql.HostListenersMux
+// calls the user's first). The queue and the options are controlconn.New's: a queue is created
+// (controlconn.WithQueueConfig) and closed by Close, unless controlconn.WithHostEvents passes one.
+func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {
+	c, err := ConfigFromGocql(cluster, cadence)
+	if err != nil {
+		return nil, err
+	}
+	return controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q) }, opts...)
+}
+
+// ConfigFromGocql translates the connection settings of a gocql v2 ClusterConfig into a
+// controlconn.Config with the given cadence, following gocql v2's own rules. It does not modify
+// cluster.
+//
+//   - Hosts and Port; AddressTranslator.
+//   - ProtoVersion: 0 negotiates (v4 first); 3 and 4 are used as they are; 5 and above pin v4, the
+//     greatest version the control connection speaks (a v5 server speaks v4 too).
+//   - CQLVersion.
+//   - AuthProvider, else Authenticator (gocql v2 uses AuthProvider when both are set).
+//   - HostDialer; without it, Dialer and SslOpts (gocql v2's TLS rules, the same table as v1's:
+//     see controlconn.ConfigFromGocql) and SocketKeepalive.
+//   - ConnectTimeout, used when cadence.ConnectTimeout is zero; WriteTimeout, else Timeout, bounds
+//     one frame write, as gocql v2 does.
+func ConfigFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence) (controlconn.Config, error) {
+	if cluster == nil {
+		return controlconn.Config{}, errors.New("gocqlv2: nil gocql.ClusterConfig")
+	}
+	v1 := &gocqlv1.ClusterConfig{
+		Hosts:           cluster.Hosts,
+		Port:            cluster.Port,
+		ProtoVersion:    min(cluster.ProtoVersion, maxProtoVersion),
+		CQLVersion:      cluster.CQLVersion,
+		ConnectTimeout:  cluster.ConnectTimeout,
+		SocketKeepalive: cluster.SocketKeepalive,
+		HostDialer:      hostDialer(cluster.HostDialer),
+	}
+	if cluster.Dialer != nil {
+		v1.Dialer = cluster.Dialer
+	}
+	if cluster.AddressTranslator != nil {
+		v1.AddressTranslator = cluster.AddressTranslator
+	}
+	switch {
+	case cluster.AuthProvider != nil:
+		v1.AuthProvider = authProvider(cluster.AuthProvider)
+	case cluster.Authenticator != nil:
+		v1.Authenticator = authenticator{cluster.Authenticator}
+	}
+	if o := cluster.SslOpts; o != nil {
+		v1.SslOpts = &gocqlv1.SslOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
+			CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification}
+	}
+	c, err := controlconn.ConfigFromGocql(v1, cadence)
+	if err != nil {
+		return controlconn.Config{}, err
+	}
+	switch {
+	case cluster.WriteTimeout > 0:
+		c.Conn.WriteTimeout = cluster.WriteTimeout
+	case cluster.Timeout > 0:
+		c.Conn.WriteTimeout = cluster.Timeout
+	}
+	return c, nil
+}

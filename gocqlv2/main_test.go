@@ -1,0 +1,49 @@
+package gocqlv2
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// Every test closes its control connections, sessions and simulated clusters.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// gocql v1.7.0's pool fill sleeps in its retry backoff and outlives Session.Close by up to a second.
+		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connectMany"),
+		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connect"),
+	)
+}
+
+// startCluster starts a simulated cluster that the test closes at its end.
+func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
+	t.Helper()
+	sim, err := cqlsim.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sim.Close() })
+	return sim
+}
+
+// attach builds a control connection for cluster with New, creates a gocql v2 session after it (so
+// that the session feeds it) and starts the control connection. Both are closed when the test
+// ends, the session first.
+func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) *controlconn.ControlConnection {
+	t.Helper()
+	cc, err := New(cluster, cad, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
+	session, err := cluster.CreateSession()
+	require.NoError(t, err)
+	t.Cleanup(session.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, cc.Start(ctx))
+	return cc
+}
