@@ -157,7 +157,7 @@ type DialGate struct {
 	rand func() float64
 
 	connUp    bool      // our connection is up (initially: nothing says the cluster is unreachable)
-	reachable bool      // our connection is down, but a dial connected since: the cluster is reachable
+	reachable bool      // our connection is down, but the cluster is reachable (a dial connected since, or presumed after Lost)
 	downSince time.Time // when our connection went down
 	nextReal  time.Time // the budget's next real dial, while down
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
@@ -306,14 +306,18 @@ func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 }
 
 // Lost records that our connection to addr was lost at now: our connection is down
-// (ConnDown), and the host is suspect. While ours is down that changes nothing (the fault may
-// be on our side: gocql's dials to it are only budgeted); if ours comes back elsewhere first,
-// the host counts as announced DOWN (ConnUp), and our probe or its UP announcement opens it.
+// (ConnDown), but one lost connection does not make the cluster unreachable: the hosts not
+// known down are presumed reachable (they pass) until their dials fail, which makes them known
+// down and puts them on the budget; in a full-cluster outage that costs one failed dial per
+// host. The host itself is suspect: while ours is down that changes nothing (the fault may be
+// on our side); if ours comes back elsewhere first, it counts as announced DOWN (ConnUp), and
+// our probe or its UP announcement opens it.
 func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 	if h := d.host(addr); !h.down {
 		h.suspect = true
 	}
 	d.ConnDown(now)
+	d.reachable = true
 }
 
 // Done records the outcome of a dial Admit allowed: ok if the host accepted it. failed is
