@@ -309,15 +309,17 @@ func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 // (ConnDown), but one lost connection does not make the cluster unreachable: the hosts not
 // known down are presumed reachable (they pass) until their dials fail, which makes them known
 // down and puts them on the budget; in a full-cluster outage that costs one failed dial per
-// host. The host itself is suspect: while ours is down that changes nothing (the fault may be
-// on our side); if ours comes back elsewhere first, it counts as announced DOWN (ConnUp), and
-// our probe or its UP announcement opens it.
+// host. The host itself is suspect: known down, its next real dial HostBackoff away (gocql
+// redials a host at once when its connections close). If ours comes back elsewhere first, it
+// counts as announced DOWN (ConnUp), and our probe or its UP announcement opens it.
 func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
-	if h := d.host(addr); !h.down {
-		h.suspect = true
-	}
 	d.ConnDown(now)
 	d.reachable = true
+	if h := d.host(addr); !h.down {
+		h.down, h.suspect = true, true
+		h.failures = max(h.failures, 1)
+		h.next = now.Add(d.cfg.HostBackoff)
+	}
 }
 
 // Done records the outcome of a dial Admit allowed: ok if the host accepted it. failed is

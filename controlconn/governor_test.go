@@ -306,15 +306,18 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
 }
 
-// Ours cut off alone: the host it was lost from is not held against gocql while ours is down;
-// it passes like any host not known down, and once it accepted a dial it is not suspect.
-func TestDialGateLostHostNotHeldWhileDown(t *testing.T) {
+// Ours cut off alone: the host it was lost from waits HostBackoff (gocql redials it at once
+// when its connections close), then one budget dial; once it accepted a dial it is not
+// suspect any more.
+func TestDialGateLostHost(t *testing.T) {
 	gate := newGate(t, Governor{})
 	gate.Lost(t0, hostA)
-	assert.Equal(t, VerdictPass, gate.Admit(t0, hostA))
-	gate.Done(t0, hostA, true, false)
-	gate.ConnUp(at(time.Second))
-	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostA), "it accepted a dial: not suspect any more")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA))
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA))
+	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostA))
+	gate.Done(at(time.Second), hostA, true, false)
+	gate.ConnUp(at(2 * time.Second))
+	assert.Equal(t, VerdictPass, gate.Admit(at(2*time.Second), hostA), "it accepted a dial: not suspect any more")
 }
 
 func TestVerdictString(t *testing.T) {
