@@ -157,7 +157,8 @@ type DialGate struct {
 	rand func() float64
 
 	connUp    bool      // our connection is up (initially: nothing says the cluster is unreachable)
-	reachable bool      // our connection is down, but the cluster is reachable (a dial connected since, or presumed after Lost)
+	reachable bool      // our connection is down, but the cluster is reachable: a dial connected since, or presumed
+	presumed  bool      // reachable only by presumption (Lost): the first failed dial ends it
 	downSince time.Time // when our connection went down
 	nextReal  time.Time // the budget's next real dial, while down
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
@@ -227,7 +228,7 @@ func (d *DialGate) ConnDown(now time.Time) {
 	if !d.connUp {
 		return
 	}
-	d.connUp, d.reachable = false, false
+	d.connUp, d.reachable, d.presumed = false, false, false
 	d.downSince = now
 	d.nextReal = now
 	d.epoch++
@@ -307,14 +308,14 @@ func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 
 // Lost records that our connection to addr was lost at now: our connection is down
 // (ConnDown), but one lost connection does not make the cluster unreachable: the hosts not
-// known down are presumed reachable (they pass) until their dials fail, which makes them known
-// down and puts them on the budget; in a full-cluster outage that costs one failed dial per
-// host. The host itself is suspect: known down, its next real dial HostBackoff away (gocql
+// known down are presumed reachable (they pass) until a dial fails, which ends the
+// presumption (the budget applies from then on; in a full-cluster outage that costs one
+// failed dial) or a dial connects, which proves it. The host itself is suspect: known down, its next real dial HostBackoff away (gocql
 // redials a host at once when its connections close). If ours comes back elsewhere first, it
 // counts as announced DOWN (ConnUp), and our probe or its UP announcement opens it.
 func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 	d.ConnDown(now)
-	d.reachable = true
+	d.reachable, d.presumed = true, true
 	if h := d.host(addr); !h.down {
 		h.down, h.suspect = true, true
 		h.failures = max(h.failures, 1)
@@ -333,8 +334,11 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 		h.down, h.announced, h.suspect, h.failures, h.next = false, false, false, 0, time.Time{}
 		evidence = !d.connUp && h.accepted != d.epoch
 		h.accepted = d.epoch
-		d.reachable = !d.connUp
+		d.reachable, d.presumed = !d.connUp, false
 	case failed:
+		if d.presumed { // the presumption fails with the first dial: from now on, the budget
+			d.reachable, d.presumed = false, false
+		}
 		h.failures++
 		h.accepted = 0
 		next := now.Add(d.hostBackoff(now, h))
@@ -344,6 +348,18 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 		h.down = true
 	}
 	return evidence
+}
+
+// DoneOwn records the outcome of a dial of our own connection. A connection counts as for
+// Done; a failure only ends a presumption of reachability (Lost): it does not make the host
+// known down for gocql, since ours may be cut off alone (its own planner backs such hosts off).
+func (d *DialGate) DoneOwn(now time.Time, addr netip.AddrPort, ok, failed bool) {
+	switch {
+	case ok:
+		d.Done(now, addr, true, false)
+	case failed && d.presumed:
+		d.reachable, d.presumed = false, false
+	}
 }
 
 // NextReal returns when the budget allows its next real dial (zero while our connection is up).

@@ -160,12 +160,16 @@ func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
 // says nothing about the host. Our own dials are not evidence for ourselves, and their
-// failures do not make a host known down for gocql: ours may be cut off alone (its own
-// planner backs such hosts off), and gocql's dials must not be starved for it.
+// failures do not make a host known down for gocql (DoneOwn).
 func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own bool) {
-	failed := err != nil && ctx.Err() == nil && !own
+	failed := err != nil && ctx.Err() == nil
 	g.mu.Lock()
-	evidence := g.gate.Done(g.now(), addr, err == nil, failed)
+	var evidence bool
+	if own {
+		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
+	} else {
+		evidence = g.gate.Done(g.now(), addr, err == nil, failed)
+	}
 	g.mu.Unlock()
 	if !evidence || own {
 		return

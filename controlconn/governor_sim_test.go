@@ -70,7 +70,7 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 		})
 		gocqlDialer = &governedHostDialer{g: gov, inner: net}
 		ourDialer = &governedHostDialer{g: gov, inner: net, own: true}
-		gov.ConnDown()
+		gov.Lost("127.0.0.1:9042") // as the owner does: ours was on the first node
 	}
 	hosts := make([]*gocql.HostInfo, nodes)
 	for i := range hosts {
