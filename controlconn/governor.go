@@ -43,8 +43,10 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 // passes untouched; a dial to a host known down is real at most once per that host's backoff:
 // HostBackoff doubling per failed dial, or MaxInterval for a host our connection saw announced
 // DOWN or was lost from (its UP announcement, or our probe after a reconnection, opens it at
-// once; the slots only cover a missed announcement). While our connection is down (the cluster
-// unreachable as far as we know), a real dial also needs the client-wide budget: the first at
+// once; the slots only cover a missed announcement). When our connection is lost, the cluster
+// is presumed reachable until a dial fails (hosts not known down pass; the host it was lost
+// from waits HostBackoff). While our connection is down and the cluster unreachable as far
+// as we know, a real dial also needs the client-wide budget: the first at
 // once, the next one interval later; and a known-down host's backoff is at most (number of
 // hosts) × interval, so the budget rotates over the hosts. The first dial that connects
 // during the outage is evidence that re-arms our connection, and it proves the cluster
