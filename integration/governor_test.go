@@ -39,58 +39,50 @@ const (
 	dataPathBackWithin = 3500 * time.Millisecond
 )
 
-// countingDialer is a client's gocql.Dialer that timestamps every dial it makes.
-type countingDialer struct {
-	d  net.Dialer
+// stamps is a list of instants, safe for concurrent use.
+type stamps struct {
 	mu sync.Mutex
 	at []time.Time
 }
 
-func (c *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	c.mu.Lock()
-	c.at = append(c.at, time.Now())
-	c.mu.Unlock()
-	return c.d.DialContext(ctx, network, addr)
+func (s *stamps) add(at time.Time) {
+	s.mu.Lock()
+	s.at = append(s.at, at)
+	s.mu.Unlock()
 }
 
-func (c *countingDialer) in(from, to time.Time) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// in counts the instants within [from, to].
+func (s *stamps) in(from, to time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
-	for _, at := range c.at {
+	for _, at := range s.at {
 		if within(at, from, to) {
 			n++
 		}
 	}
 	return n
+}
+
+// countingDialer is a client's gocql.Dialer that timestamps every dial it makes.
+type countingDialer struct {
+	d net.Dialer
+	stamps
+}
+
+func (c *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	c.add(time.Now())
+	return c.d.DialContext(ctx, network, addr)
 }
 
 // gocqlDials counts gocql's own dials that reached the network (a gocql.ConnectObserver: it
 // sees the governor's refusals as errors wrapping ErrGoverned, and leaves those out).
-type gocqlDials struct {
-	mu sync.Mutex
-	at []time.Time
-}
+type gocqlDials struct{ stamps }
 
 func (g *gocqlDials) ObserveConnect(c gocql.ObservedConnect) {
-	if errors.Is(c.Err, controlconn.ErrGoverned) {
-		return
+	if !errors.Is(c.Err, controlconn.ErrGoverned) {
+		g.add(c.Start)
 	}
-	g.mu.Lock()
-	g.at = append(g.at, c.Start)
-	g.mu.Unlock()
-}
-
-func (g *gocqlDials) in(from, to time.Time) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := 0
-	for _, at := range g.at {
-		if within(at, from, to) {
-			n++
-		}
-	}
-	return n
 }
 
 // pinPolicy lets a test pin the next queries to one host (by address); nil pin: the inner
