@@ -309,6 +309,12 @@ func TestGovernedRollingRestart(t *testing.T) {
 		}
 		require.False(t, servedAgain.IsZero(), "host %d never served again", i)
 		back = append(back, servedAgain.Sub(up.At))
+		if late := servedAgain.Sub(up.At); late > dataPathBackWithin {
+			// For whoever looks into it: what the simulator did around this host's restart.
+			for _, e := range eventsIn(sim, down.At.Add(-time.Second), servedAgain, func(e cqlsim.Event) bool { return e.Node == i }) {
+				t.Logf("host %d late by %s: %s %s %s %s", i, ms(late), e.At.Sub(begin).Round(time.Millisecond), e.Kind, e.Client, e.Detail)
+			}
+		}
 	}
 	g, u := gov.dials.in(begin, end), ungov.dials.in(begin, end)
 	gg, gu := gov.gocql.in(begin, end), ungov.gocql.in(begin, end)
