@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak demo sim image clean
+.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak long demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector, then the
 # allocation tests again without it (the race detector's instrumentation allocates, so they
@@ -22,6 +22,10 @@ allocs:
 # The gocqlv2 module (apache gocql v2) has its own go.mod, so ./... above does not reach it.
 gocqlv2:
 	cd gocqlv2 && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 30m ./...
+
+# The long integration cases (ten 60 s outages of the governed process: about 11 minutes).
+long:
+	CQLCONTROL_LONG=1 $(GO) test -race -count=1 -timeout 30m -run 'TestGovernedLongOutages' -v ./integration/
 
 # golangci-lint at a pinned version, built from the module proxy on first use (cached after);
 # .golangci.yml says which linters and why any finding kind is left out.

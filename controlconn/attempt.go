@@ -79,7 +79,7 @@ func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration
 	switch {
 	case err == nil:
 		cc.planner.DialSucceeded(ep.Addr)
-	case errors.Is(err, ErrLostRace), errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrLostRace), errors.Is(err, context.Canceled), errors.Is(err, ErrGoverned):
 	default:
 		cc.planner.DialFailed(ep.Addr, time.Now())
 		cc.log.Debug("dial failed", "addr", ep.Addr, "class", Classify(err), "err", err, "took", took)

@@ -78,6 +78,7 @@ type options struct {
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
+	governor    *Governor // WithDialGovernor; New only
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -131,6 +132,7 @@ type ControlConnection struct {
 	reconnObs reconnect.Observer // the Recovery's observer (ReconnectNow reports to it too)
 	queue     *hostevents.Queue  // nil: no host events
 	ownQueue  bool               // created by New: closed by Close
+	gov       *dialGovernor      // WithDialGovernor; nil: no governor (its methods do nothing)
 
 	planHosts atomic.Pointer[[]PlanHost] // written by run, read by attempts
 	lastLoss  atomic.Pointer[lossInfo]   // written by run
@@ -147,6 +149,7 @@ type ControlConnection struct {
 	closeErr    error           // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error // Refresh callers -> run
 	manual      chan struct{}   // cap 1: ReconnectNow -> run
+	dialed      chan string     // cap 1: the governor's evidence (an address a gocql dial reached) -> run
 	probeSem    chan struct{}   // cap probeConcurrency: probes in flight
 	rand        func() float64  // uniform in [0,1): probe jitter (the Recovery has its own)
 	firstUp     chan struct{}   // closed by run on its first connection
@@ -210,6 +213,7 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 		queue:       o.queue,
 		refreshReqs: make(chan chan error),
 		manual:      make(chan struct{}, 1),
+		dialed:      make(chan string, 1),
 		probeSem:    make(chan struct{}, probeConcurrency),
 		firstUp:     make(chan struct{}),
 		up:          make(chan struct{}),
@@ -296,6 +300,7 @@ func (cc *ControlConnection) Close() error {
 	cc.lifeMu.Unlock()
 	cc.cancel()
 	close(cc.closing)
+	cc.gov.Close()
 	if !started { // no run goroutine: the Recovery is ours
 		cc.rec.Close(time.Now())
 		cc.pubMu.Lock()

@@ -33,7 +33,9 @@ import (
 // WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
 // cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
 // gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
-// a contact point given as a DNS name).
+// a contact point given as a DNS name). With WithDialGovernor it also sets cfg.HostDialer to
+// the governed dialer (see Governor) and, if cfg.ReconnectInterval is gocql's default (60 s),
+// sets it to GovernedReconnectInterval.
 //
 // A session created from cfg before New never reports to the ControlConnection, whose recovery
 // then follows the blind schedule only: when the first connection is up and no session has
@@ -43,12 +45,36 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	if err != nil {
 		return nil, err
 	}
-	return newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var gov *dialGovernor
+	var gocqlDialer gocql.HostDialer
+	if o.governor != nil {
+		if gov, err = newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil); err == nil {
+			gocqlDialer, err = installGovernor(gov, cfg, &c)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	cc, err := newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
 		cache := &hostInfoCache{next: cfg.ConnectObserver}
 		cfg.ConnectObserver = cache
 		cc.connCfg.hostInfos = cache
 	}, true, opts...)
+	if err != nil || gov == nil {
+		return cc, err
+	}
+	cc.gov = gov
+	gov.onEvidence(cc.dialEvidence)
+	cfg.HostDialer = gocqlDialer
+	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
+		cfg.ReconnectInterval = GovernedReconnectInterval
+	}
+	return cc, nil
 }
 
 // NewWithListener is New for a driver configuration already translated into c: it builds the

@@ -146,6 +146,8 @@ func (cc *ControlConnection) run() {
 			cc.onBatch(o, b)
 		case <-cc.manual:
 			cc.reArm(o, reconnect.ReasonManual, "")
+		case addr := <-cc.dialed:
+			cc.reArm(o, reconnect.ReasonHostUp, addr)
 		case w := <-cc.refreshReqs:
 			o.pending = append(o.pending, w)
 			cc.maybeRefresh(o)
@@ -307,6 +309,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 		close(cc.firstUp)
 	}
 	cc.publishHosts(o)
+	cc.governConnected()
 	cc.obs.Connected(l.ep, l.version)
 	cc.log.Info("control connection up", "addr", l.ep.Addr, "host_id", l.ep.HostID, "protocol", int(l.version), "changes", len(changes))
 	cc.resetPeriodic(o)
@@ -341,6 +344,7 @@ func (cc *ControlConnection) lose(o *owner) {
 	}
 	o.rec.Lost(now)
 	cc.planner.Suspect(l.ep.Addr, now) // dial it after the others: its loss is why we are here
+	cc.gov.Lost(l.ep.Addr)
 	cc.lastLoss.Store(&lossInfo{ep: l.ep, err: err, at: time.Now()})
 	cc.obs.Lost(l.ep, err, uptime)
 	cc.log.Warn("control connection lost", "addr", l.ep.Addr, "class", Classify(err), "err", err, "uptime", uptime)
@@ -431,6 +435,7 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 		if cc.reportState(o, pendingState{ip: e.Address.Addr, port: int(e.Address.Port), up: up}) {
 			cc.wantRefresh(o) // applied once the refresh lists the host
 		}
+		cc.governStatus(e.Address, up)
 		kind := hostevents.KindDown
 		if up {
 			kind = hostevents.KindUp

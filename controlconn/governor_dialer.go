@@ -1,0 +1,366 @@
+package controlconn
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/gocql/gocql"
+)
+
+// WithDialGovernor makes New install a dial governor (see Governor; Governor{} is the
+// default) as the HostDialer of the gocql.ClusterConfig, wrapping what was configured there
+// with gocql v1.7.0's own semantics: the HostDialer if set; else the Dialer, or a net.Dialer
+// with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
+// config afterwards, and this ControlConnection's own dials, share one budget. NewWithConfig
+// and NewWithListener ignore it (they have no gocql v1 config to govern).
+func WithDialGovernor(g Governor) Option {
+	return func(o *options) { o.governor = &g }
+}
+
+// GovernedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
+// the config has gocql's default, 60 s (a user who wants exactly 60 s sets 60 s + 1 ns).
+// gocql refills the pool of a host it marked down only on an UP event its own control
+// connection receives or on this tick; with the governor, a 1 s tick costs no storm (a
+// known-down host still gets one real dial per backoff) and a host's pool comes back within
+// about a second of the governor opening it.
+const GovernedReconnectInterval = time.Second
+
+// gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
+const gocqlDefaultReconnectInterval = 60 * time.Second
+
+// GovernorStats counts the dials the governor decided on since New.
+type GovernorStats struct {
+	Passed         int64 // passed untouched: host not known down, ours up or the cluster proven reachable; our probes
+	HostSlots      int64 // a known-down host's one real dial per backoff
+	Budget         int64 // real dials paid from the client-wide budget while our connection was down
+	RefusedBackoff int64 // refused: known-down host within its backoff
+	RefusedBudget  int64 // refused: our connection down and no budget
+	Evidence       int64 // governed dials that connected while our connection was down
+}
+
+// Real is the number of dials that reached the network.
+func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget }
+
+// dialGovernor is one client's governor: the DialGate under a mutex, the clock, counters and
+// the evidence sink. Its methods are safe for concurrent use; a dial holds the mutex for a map
+// lookup or two (the owner's ConnUp and ConnDown walk the hosts); the nil *dialGovernor (no
+// governor configured) does nothing.
+type dialGovernor struct {
+	mu   sync.Mutex // guards gate
+	gate *DialGate
+	now  func() time.Time
+
+	off      atomic.Bool                       // after Close: every dial passes untouched
+	evidence atomic.Pointer[func(addr string)] // set once the ControlConnection exists
+	counts   [VerdictNoBudget + 1]atomic.Int64 // by Verdict
+	evidN    atomic.Int64                      // evidence delivered
+}
+
+func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
+	gate, err := NewDialGate(g, delayCap, rand)
+	if err != nil {
+		return nil, err
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &dialGovernor{gate: gate, now: now}, nil
+}
+
+// locked runs f on the gate under the mutex, with the time; the nil governor does nothing.
+func (g *dialGovernor) locked(f func(d *DialGate, now time.Time)) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f(g.gate, g.now())
+}
+
+// ConnUp tells the governor our connection is up.
+func (g *dialGovernor) ConnUp() { g.locked((*DialGate).ConnUp) }
+
+// ConnDown tells the governor our connection is down: the client-wide budget applies.
+func (g *dialGovernor) ConnDown() { g.locked((*DialGate).ConnDown) }
+
+// Lost tells the governor our connection to addr ("ip:port") was lost (DialGate.Lost).
+func (g *dialGovernor) Lost(addr string) {
+	g.locked(func(d *DialGate, now time.Time) {
+		if ap, ok := parseAddrPort(addr); ok {
+			d.Lost(now, ap)
+		} else {
+			d.ConnDown(now)
+		}
+	})
+}
+
+// HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
+func (g *dialGovernor) HostUp(addr string) {
+	if ap, ok := parseAddrPort(addr); ok {
+		g.locked(func(d *DialGate, _ time.Time) { d.HostUp(ap) })
+	}
+}
+
+// HostDown tells the governor that the host at addr ("ip:port", as dialled) is down.
+func (g *dialGovernor) HostDown(addr string) {
+	if ap, ok := parseAddrPort(addr); ok {
+		g.locked(func(d *DialGate, now time.Time) { d.HostDown(now, ap) })
+	}
+}
+
+// Close turns the governor off: every later dial passes untouched, since nothing tells it
+// about our connection any more.
+func (g *dialGovernor) Close() {
+	if g != nil {
+		g.off.Store(true)
+	}
+}
+
+// onEvidence sets the sink of dial evidence: called outside the lock, on the dialling
+// goroutine (so it must not block), with the "ip:port" of a host that accepted a gocql dial
+// while our connection was down.
+func (g *dialGovernor) onEvidence(f func(addr string)) { g.evidence.Store(&f) }
+
+// Stats returns the counters.
+func (g *dialGovernor) Stats() GovernorStats {
+	return GovernorStats{
+		Passed:         g.counts[VerdictPass].Load(),
+		HostSlots:      g.counts[VerdictHostSlot].Load(),
+		Budget:         g.counts[VerdictBudget].Load(),
+		RefusedBackoff: g.counts[VerdictHostBackoff].Load(),
+		RefusedBudget:  g.counts[VerdictNoBudget].Load(),
+		Evidence:       g.evidN.Load(),
+	}
+}
+
+// admit decides a dial to addr, of ours if own; the error wraps ErrGoverned when it is refused.
+func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
+	g.mu.Lock()
+	var v Verdict
+	if own {
+		v = g.gate.AdmitOwn(g.now(), addr)
+	} else {
+		v = g.gate.Admit(g.now(), addr)
+	}
+	g.mu.Unlock()
+	g.counts[v].Add(1)
+	if !v.Allowed() {
+		return fmt.Errorf("%w: %s (%s)", ErrGoverned, addr, v)
+	}
+	return nil
+}
+
+// done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
+// says nothing about the host. Our own dials are not evidence for ourselves, and their
+// failures do not make a host known down for gocql (DoneOwn).
+func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own bool) {
+	failed := err != nil && ctx.Err() == nil
+	g.mu.Lock()
+	var evidence bool
+	if own {
+		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
+	} else {
+		evidence = g.gate.Done(g.now(), addr, err == nil, failed)
+	}
+	g.mu.Unlock()
+	if !evidence || own {
+		return
+	}
+	g.evidN.Add(1)
+	if f := g.evidence.Load(); f != nil {
+		(*f)(addr.String())
+	}
+}
+
+// governedHostDialer is the gocql.HostDialer the governor installs (and ours uses when the
+// user configured a HostDialer).
+type governedHostDialer struct {
+	g     *dialGovernor
+	inner gocql.HostDialer
+	own   bool // ours: not evidence for ourselves
+}
+
+// DialHost implements gocql.HostDialer.
+func (d *governedHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
+	addr, ok := hostAddrPort(host)
+	if !ok || d.g.off.Load() {
+		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
+	}
+	if err := d.g.admit(addr, d.own); err != nil {
+		return nil, err
+	}
+	dh, err := d.inner.DialHost(ctx, host)
+	d.g.done(ctx, addr, err, d.own)
+	return dh, err
+}
+
+// governedNetDialer is the gocql.Dialer our own connection uses when the user configured no
+// HostDialer: our Conn then wraps TLS itself, with the server name it resolved.
+type governedNetDialer struct {
+	g     *dialGovernor
+	inner gocql.Dialer
+}
+
+// DialContext implements gocql.Dialer.
+func (d *governedNetDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	addr, ok := parseAddrPort(address)
+	if !ok || d.g.off.Load() {
+		return d.inner.DialContext(ctx, network, address)
+	}
+	if err := d.g.admit(addr, true); err != nil {
+		return nil, err
+	}
+	c, err := d.inner.DialContext(ctx, network, address)
+	d.g.done(ctx, addr, err, true)
+	return c, err
+}
+
+// hostAddrPort is the address gocql dials for host, without allocating. gocql's
+// ConnectAddress panics on a host without a valid address; such a host is left to the inner
+// dialer.
+func hostAddrPort(host *gocql.HostInfo) (ap netip.AddrPort, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	ip, ok := netip.AddrFromSlice(host.ConnectAddress())
+	if !ok {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(host.Port())), true
+}
+
+func parseAddrPort(s string) (netip.AddrPort, bool) {
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), true
+}
+
+// gocqlHostDialer returns the HostDialer gocql v1.7.0 builds for cfg (connConfig in its
+// connectionpool.go): cfg.HostDialer if set; otherwise cfg.Dialer, or a net.Dialer with
+// ConnectTimeout and, when positive, SocketKeepalive; then TLS per SslOpts.
+func gocqlHostDialer(cfg *gocql.ClusterConfig) (gocql.HostDialer, error) {
+	if cfg.HostDialer != nil {
+		return cfg.HostDialer, nil
+	}
+	var tc *tls.Config
+	if cfg.SslOpts != nil {
+		var err error
+		if tc, err = tlsConfig(cfg.SslOpts); err != nil {
+			return nil, err
+		}
+	}
+	d := cfg.Dialer
+	if d == nil {
+		nd := &net.Dialer{Timeout: cfg.ConnectTimeout}
+		if cfg.SocketKeepalive > 0 {
+			nd.KeepAlive = cfg.SocketKeepalive
+		}
+		d = nd
+	}
+	return &plainHostDialer{dialer: d, tls: tc}, nil
+}
+
+// plainHostDialer dials as gocql v1.7.0's default host dialer does: the connect address and
+// port, then TLS with the server name taken from the host name and port.
+type plainHostDialer struct {
+	dialer gocql.Dialer
+	tls    *tls.Config
+}
+
+// DialHost implements gocql.HostDialer.
+func (p *plainHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
+	ip, port := host.ConnectAddress(), host.Port()
+	if ip == nil || ip.IsUnspecified() {
+		return nil, fmt.Errorf("host missing connect ip address: %v", ip)
+	} else if port == 0 {
+		return nil, fmt.Errorf("host missing port: %v", port)
+	}
+	conn, err := p.dialer.DialContext(ctx, "tcp", host.ConnectAddressAndPort())
+	if err != nil {
+		return nil, err
+	}
+	return gocql.WrapTLS(ctx, conn, host.HostnameAndPort(), p.tls)
+}
+
+// installGovernor wires g into the gocql config and into ours (c, before NewWithConfig):
+// gocql's dials go through inner governed; ours through the user's HostDialer governed, or
+// through the user's Dialer (or ours) governed, with our own TLS after it.
+func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *Config) (gocqlDialer gocql.HostDialer, err error) {
+	inner, err := gocqlHostDialer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if c.Conn.HostDialer != nil {
+		c.Conn.HostDialer = &governedHostDialer{g: g, inner: c.Conn.HostDialer, own: true}
+	} else {
+		d := c.Conn.Dialer
+		if d == nil {
+			keepalive := c.Conn.Keepalive
+			if keepalive == 0 {
+				keepalive = DefaultKeepalive
+			}
+			d = &net.Dialer{KeepAlive: keepalive}
+		}
+		c.Conn.Dialer = &governedNetDialer{g: g, inner: d}
+	}
+	return &governedHostDialer{g: g, inner: inner}, nil
+}
+
+// dialEvidence is the governor's evidence sink: a gocql dial connected to addr while our
+// connection was down. Our planner forgets addr's failures and run re-arms the Recovery, as for
+// gocql's HostUp; neither blocks the dialling goroutine: evidence that finds run's slot full is
+// coalesced into the one waiting there, and reported so (every re-arm has one verdict).
+func (cc *ControlConnection) dialEvidence(addr string) {
+	cc.planner.Evidence(addr, nil)
+	select {
+	case cc.dialed <- addr:
+	default:
+		cc.reconnObs.ReArmSuppressed(reconnect.ReasonHostUp, reconnect.SuppressCoalesced)
+	}
+}
+
+// GovernorStats returns the dial governor's counters; zero without WithDialGovernor.
+func (cc *ControlConnection) GovernorStats() GovernorStats {
+	if cc.gov == nil {
+		return GovernorStats{}
+	}
+	return cc.gov.Stats()
+}
+
+// governConnected tells the governor that our connection is up and opens the hosts it sees
+// up (owner goroutine, on adoption).
+func (cc *ControlConnection) governConnected() {
+	if cc.gov == nil {
+		return
+	}
+	cc.gov.ConnUp()
+	for _, h := range *cc.planHosts.Load() {
+		if h.Belief == BeliefUp {
+			cc.gov.HostUp(h.Addr)
+		}
+	}
+}
+
+// governStatus passes a STATUS_CHANGE event of our connection to the governor (owner goroutine).
+func (cc *ControlConnection) governStatus(addr *primitive.Inet, up bool) {
+	if cc.gov == nil {
+		return
+	}
+	if a := cc.translate(addr.Addr, int(addr.Port)); up {
+		cc.gov.HostUp(a)
+	} else {
+		cc.gov.HostDown(a)
+	}
+}

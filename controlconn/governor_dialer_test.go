@@ -1,0 +1,307 @@
+package controlconn
+
+// The governed dialers and their wiring by New. Checked to fail: the gocql-semantics test
+// when the default dialer ignores SocketKeepalive, the wiring test when New leaves our own
+// dials ungoverned.
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// countingHostDialer is an inner HostDialer that records its calls and fails or succeeds.
+type countingHostDialer struct {
+	calls atomic.Int64
+	err   error
+	dh    *gocql.DialedHost
+}
+
+func (c *countingHostDialer) DialHost(context.Context, *gocql.HostInfo) (*gocql.DialedHost, error) {
+	c.calls.Add(1)
+	return c.dh, c.err
+}
+
+func testHost(t testing.TB, addr string) *gocql.HostInfo {
+	t.Helper()
+	h, err := hostInfo(Endpoint{Addr: addr})
+	require.NoError(t, err)
+	return h
+}
+
+// gocql's semantics: its HostDialer as is; else its Dialer; else a net.Dialer with
+// ConnectTimeout and SocketKeepalive; TLS per SslOpts.
+func TestGocqlHostDialerSemantics(t *testing.T) {
+	user := &countingHostDialer{}
+	cfg := gocql.NewCluster("127.0.0.1")
+	cfg.HostDialer = user
+	cfg.SslOpts = &gocql.SslOptions{} // ignored with a HostDialer, as in gocql
+	d, err := gocqlHostDialer(cfg)
+	require.NoError(t, err)
+	assert.Same(t, user, d)
+
+	cfg = gocql.NewCluster("127.0.0.1")
+	cfg.ConnectTimeout = 3 * time.Second
+	cfg.SocketKeepalive = 7 * time.Second
+	d, err = gocqlHostDialer(cfg)
+	require.NoError(t, err)
+	p := d.(*plainHostDialer)
+	assert.Equal(t, &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 7 * time.Second}, p.dialer)
+	assert.Nil(t, p.tls)
+
+	var nd net.Dialer
+	cfg.Dialer = &nd
+	cfg.SslOpts = &gocql.SslOptions{EnableHostVerification: true}
+	d, err = gocqlHostDialer(cfg)
+	require.NoError(t, err)
+	p = d.(*plainHostDialer)
+	assert.Same(t, &nd, p.dialer)
+	require.NotNil(t, p.tls)
+	assert.False(t, p.tls.InsecureSkipVerify)
+
+	cfg.SslOpts = &gocql.SslOptions{CaPath: "/nonexistent/ca.pem"}
+	_, err = gocqlHostDialer(cfg)
+	assert.Error(t, err)
+}
+
+// The plain dialer dials the connect address and port and wraps TLS with the host's name.
+func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	p := &plainHostDialer{dialer: &net.Dialer{}}
+	dh, err := p.DialHost(context.Background(), testHost(t, ln.Addr().String()))
+	require.NoError(t, err)
+	(<-accepted).Close()
+	dh.Conn.Close()
+	assert.False(t, dh.DisableCoalesce, "no TLS: write coalescing stays on")
+
+	_, err = p.DialHost(context.Background(), (&gocql.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 1)))
+	assert.ErrorContains(t, err, "host missing port")
+
+	// TLS against a plain listener that closes at once: the handshake fails, as gocql's would.
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+		}
+	}()
+	p.tls = &tls.Config{InsecureSkipVerify: true}
+	_, err = p.DialHost(context.Background(), testHost(t, ln.Addr().String()))
+	assert.Error(t, err)
+}
+
+// Refused dials wrap ErrGoverned and never reach the inner dialer; after Close every dial
+// passes untouched; a bad host is left to the inner dialer.
+func TestGovernedHostDialer(t *testing.T) {
+	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
+	require.NoError(t, err)
+	inner := &countingHostDialer{err: errRefusedSim}
+	d := &governedHostDialer{g: g, inner: inner}
+	h := testHost(t, "127.0.0.1:9042")
+	var evidence atomic.Int64
+	g.onEvidence(func(addr string) {
+		assert.Equal(t, "127.0.0.4:9042", addr)
+		evidence.Add(1)
+	})
+
+	_, err = d.DialHost(context.Background(), h)
+	assert.ErrorIs(t, err, errRefusedSim, "unknown host: passes, fails for real")
+	_, err = d.DialHost(context.Background(), h)
+	assert.ErrorIs(t, err, ErrGoverned, "known down now: refused within its backoff")
+	assert.EqualValues(t, 1, inner.calls.Load(), "the refused dial sent nothing")
+
+	g.ConnDown()
+	g.HostUp("127.0.0.1:9042")
+	inner.err, inner.dh = nil, &gocql.DialedHost{}
+	_, err = d.DialHost(context.Background(), h)
+	require.NoError(t, err, "seen up: passes while ours is down")
+	assert.Zero(t, evidence.Load(), "a host already seen up is no news")
+	_, err = d.DialHost(context.Background(), testHost(t, "127.0.0.4:9042"))
+	require.NoError(t, err, "the budget's first dial of the outage")
+	assert.EqualValues(t, 1, evidence.Load(), "a dial that connects while ours is down is evidence")
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	inner.err = context.Canceled
+	other := testHost(t, "127.0.0.2:9042")
+	g.ConnUp()
+	_, _ = d.DialHost(cancelled, other)
+	inner.err = nil
+	_, err = d.DialHost(context.Background(), other)
+	assert.NoError(t, err, "an abandoned dial does not make the host known down")
+
+	g.HostDown("127.0.0.3:9042")
+	third := testHost(t, "127.0.0.3:9042")
+	_, err = d.DialHost(context.Background(), third)
+	assert.ErrorIs(t, err, ErrGoverned)
+	g.Close()
+	before := inner.calls.Load()
+	_, err = d.DialHost(context.Background(), third)
+	assert.NoError(t, err, "after Close the governor is off")
+	assert.Equal(t, before+1, inner.calls.Load())
+
+	st := g.Stats()
+	assert.EqualValues(t, 1, st.Evidence)
+	assert.EqualValues(t, 2, st.RefusedBackoff)
+	assert.Equal(t, st.Passed+st.HostSlots+st.Budget, st.Real())
+
+	noAddr := &gocql.HostInfo{}
+	_, _ = d.DialHost(context.Background(), noAddr) // gocql's ConnectAddress panics; the governor must not
+	assert.Equal(t, before+2, inner.calls.Load())
+}
+
+// Our own dials (no user HostDialer) go through the governed net dialer and are not evidence
+// for ourselves.
+func TestGovernedNetDialerOwnDials(t *testing.T) {
+	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
+	require.NoError(t, err)
+	g.onEvidence(func(string) { t.Error("our own dial is not evidence for ourselves") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	d := &governedNetDialer{g: g, inner: &net.Dialer{}}
+	g.ConnDown()
+	c, err := d.DialContext(context.Background(), "tcp", ln.Addr().String())
+	require.NoError(t, err)
+	c.Close()
+	c, err = d.DialContext(context.Background(), "tcp", ln.Addr().String())
+	require.NoError(t, err, "it accepted a dial this outage: it passes")
+	c.Close()
+	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
+	assert.NotErrorIs(t, err, ErrGoverned, "our dial connected: the cluster is reachable, another host passes")
+	assert.EqualValues(t, 1, g.Stats().Budget)
+	assert.Zero(t, g.Stats().Evidence)
+
+	// Our failed dial does not make the host known down for gocql (ours may be cut off alone).
+	g.ConnUp()
+	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrGoverned)
+	gocqlSide := &governedHostDialer{g: g, inner: &countingHostDialer{dh: &gocql.DialedHost{}}}
+	_, err = gocqlSide.DialHost(context.Background(), testHost(t, "127.0.0.9:1"))
+	assert.NoError(t, err)
+}
+
+// New installs the governed HostDialer on the gocql config, governs ours through the same
+// governor, validates the Governor, and without the option leaves the config alone.
+func TestNewWithDialGovernor(t *testing.T) {
+	cfg := gocql.NewCluster("127.0.0.1")
+	cc, err := New(cfg, Cadence{}, WithDialGovernor(Governor{}))
+	require.NoError(t, err)
+	defer cc.Close()
+	gd, ok := cfg.HostDialer.(*governedHostDialer)
+	require.True(t, ok, "gocql's dials go through the governor")
+	assert.IsType(t, &plainHostDialer{}, gd.inner)
+	nd, ok := cc.connCfg.Dialer.(*governedNetDialer)
+	require.True(t, ok, "ours too")
+	assert.Same(t, gd.g, nd.g, "one budget for the process")
+	assert.Equal(t, 30*time.Second, gd.g.gate.Config().MaxInterval, "capped by DelayCap")
+	assert.Equal(t, time.Second, cfg.ReconnectInterval, "gocql's default 60 s tick becomes 1 s")
+
+	user := &countingHostDialer{}
+	cfg = gocql.NewCluster("127.0.0.1")
+	cfg.HostDialer = user
+	cfg.ReconnectInterval = 5 * time.Second
+	cc2, err := New(cfg, Cadence{DelayCap: 10 * time.Second}, WithDialGovernor(Governor{}))
+	require.NoError(t, err)
+	defer cc2.Close()
+	assert.Same(t, user, cfg.HostDialer.(*governedHostDialer).inner)
+	own := cc2.connCfg.HostDialer.(*governedHostDialer)
+	assert.Same(t, user, own.inner)
+	assert.True(t, own.own)
+	assert.Equal(t, 10*time.Second, own.g.gate.Config().MaxInterval)
+	assert.Equal(t, 5*time.Second, cfg.ReconnectInterval, "a tick the user chose is kept")
+
+	cfg = gocql.NewCluster("127.0.0.1")
+	_, err = New(cfg, Cadence{}, WithDialGovernor(Governor{Jitter: 2}))
+	assert.ErrorIs(t, err, ErrInvalidGovernor)
+	assert.Nil(t, cfg.HostDialer, "a rejected config is left alone")
+
+	cc3, err := New(cfg, Cadence{})
+	require.NoError(t, err)
+	defer cc3.Close()
+	assert.Nil(t, cfg.HostDialer)
+	assert.Equal(t, 60*time.Second, cfg.ReconnectInterval, "no governor: gocql's tick untouched")
+	assert.Zero(t, cc3.GovernorStats())
+	cc3.gov.ConnDown() // the nil governor does nothing
+	cc3.gov.HostUp("127.0.0.1:9042")
+}
+
+// The hot path allocates nothing: a dial to a host believed up while our connection is up.
+// Checked to fail while the governor keyed hosts by ConnectAddressAndPort() (a string).
+func TestGovernedDialUpHostAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under -race")
+	}
+	g, err := newDialGovernor(Governor{}, 0, nil, nil)
+	require.NoError(t, err)
+	d := &governedHostDialer{g: g, inner: &countingHostDialer{dh: &gocql.DialedHost{}}}
+	h := testHost(t, "127.0.0.1:9042")
+	ctx := context.Background()
+	_, err = d.DialHost(ctx, h)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(1000, func() { _, _ = d.DialHost(ctx, h) })
+	assert.Zero(t, allocs, "allocations per governed dial to an up host")
+}
+
+// The hot path: a dial to a host believed up while our connection is up. The inner dialer
+// returns at once, so the benchmark measures what the governor adds.
+func BenchmarkGovernedDialUpHost(b *testing.B) {
+	g, err := newDialGovernor(Governor{}, 0, nil, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &governedHostDialer{g: g, inner: &countingHostDialer{dh: &gocql.DialedHost{}}}
+	h := testHost(b, "127.0.0.1:9042")
+	ctx := context.Background()
+	if _, err := d.DialHost(ctx, h); err != nil { // the host is known from now on
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.DialHost(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The decision alone, in the pure core.
+func BenchmarkDialGateAdmitUpHost(b *testing.B) {
+	gate, err := NewDialGate(Governor{}, 0, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	gate.Done(now, hostA, true, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := gate.Admit(now, hostA); v != VerdictPass {
+			b.Fatal(v)
+		}
+		gate.Done(now, hostA, true, false)
+	}
+}
