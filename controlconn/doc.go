@@ -4,6 +4,32 @@
 // dials a host plan staggered so no blackholed host holds recovery hostage, and after every
 // reconnect refreshes and diffs the metadata so subscribers lose nothing.
 //
+// # Data flow
+//
+//	gocql's goroutines --Push--> hostevents.Queue --Batch--> run --drives--> reconnect.Recovery
+//	(the wrapped policy)                                     |  ^
+//	                               attempt goroutine <-start-+  +-link-- (the attempt's result)
+//	                               refresh worker    <-start-+  +-tables- (system.local, peers)
+//	link reader goroutine ----server events----------------->+
+//	run --Refresh/ApplyStatus/SetState--> metadata.Store --Change--> Subscription --> subscriber
+//
+// Who owns what:
+//
+//	Recovery, attempt in flight, current link,   run (owner.go): the only goroutine that
+//	host beliefs, refresh and probe state        touches owner
+//	events not yet batched, the window           the Queue's batching goroutine (Push, on
+//	                                             gocql's goroutines, takes its lock briefly)
+//	a link's socket                              its reader and heartbeat goroutines
+//	planHosts (hosts an attempt plans over)      written by run, read by attempts (atomic)
+//	Status, current link, up (under pubMu)       written by run, read by callers
+//	current Snapshot                             written by run through Store (Store.mu),
+//	                                             read by anyone (atomic)
+//	a Subscription's channel                     filled by run without blocking (a full one
+//	                                             is marked lagged), drained by its subscriber
+//
+// Callers talk to run through channels (Refresh, ReconnectNow) or read what it publishes
+// (Status, WaitConnected); Snapshot and Subscribe go to the Store; Query uses the current link.
+//
 // # Public surface
 //
 // The exported identifiers, one line per type with its exported methods and fields;
