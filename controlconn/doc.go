@@ -19,7 +19,8 @@
 //	host beliefs, refresh and probe state        touches owner
 //	events not yet batched, the window           the Queue's batching goroutine (Push, on
 //	                                             gocql's goroutines, takes its lock briefly)
-//	a link's socket                              its reader and heartbeat goroutines
+//	a link's socket                              reads: its reader goroutine; writes: one
+//	                                             request at a time (writeSem), heartbeats too
 //	planHosts (hosts an attempt plans over)      written by run, read by attempts (atomic)
 //	Status, current link, up (under pubMu)       written by run, read by callers
 //	current Snapshot                             written by run through Store (Store.mu),
