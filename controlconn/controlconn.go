@@ -1,8 +1,3 @@
-// Package controlconn keeps one control connection to a Cassandra or Scylla cluster, beside a
-// gocql session, for topology, status and schema events and cluster metadata. It speaks the
-// native protocol itself, recovers through a re-armable backoff driven by gocql's host events,
-// dials a host plan staggered so no blackholed host holds recovery hostage, and after every
-// reconnect refreshes and diffs the metadata so subscribers lose nothing.
 package controlconn
 
 import (

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/rowdecode"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/datastax/go-cassandra-native-protocol/datacodec"
 	"github.com/datastax/go-cassandra-native-protocol/message"
@@ -28,7 +29,7 @@ func (c *Conn) Query(ctx context.Context, cql string, values ...any) ([]metadata
 	if err != nil || rows == nil {
 		return nil, err
 	}
-	return metadata.DecodeRows(rows, c.version)
+	return rowdecode.Decode[metadata.Row](rows, c.version)
 }
 
 // queryRows is Query without decoding: the raw ROWS result, all pages merged, or nil for a
@@ -141,7 +142,7 @@ func readTables(ctx context.Context, c *Conn, port int, peers *atomic.Int32) (me
 	}
 	if peers.Load() == peersUnknown {
 		peers.Store(peersV1)
-		if rows, err := metadata.DecodeRows(local, c.version); err == nil && len(rows) > 0 {
+		if rows, err := rowdecode.Decode[metadata.Row](local, c.version); err == nil && len(rows) > 0 {
 			if rv, err := rows[0].Text("release_version"); err == nil && majorVersion(rv) >= 4 {
 				peers.Store(peersV2)
 			}

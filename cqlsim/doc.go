@@ -4,4 +4,33 @@
 // Faults (stop, kill, blackhole, slow start, flap, idle timeout, node add/remove, full and rolling restarts)
 // are injected per node or cluster-wide, and every state change and connection is recorded as ground truth.
 // StartInMemory runs the same cluster on net.Pipe connections instead of sockets, for testing/synctest bubbles.
+//
+// # Public surface
+//
+// The exported identifiers, one line per type with its exported methods and fields;
+// TestPublicSurfaceIsDocumented fails when this list and the code differ.
+//
+//	Change ChangeDown ChangeNewNode ChangeRemoved ChangeUp CloseClient CloseFlap CloseIdle
+//	CloseKill CloseProtocol CloseShutdown CloseStop
+//	Cluster: AddNode Await BlackholeAll Close Config ContactPoints DialContext Dials Events
+//		KillAll Node Nodes Peers Port RemoveNode Restart RollingRestart Selected SetCredentials
+//		StartAll StartStaggered StopAll
+//	Config: AuthQuorum BaseIP ClusterName DataCenter DataCenters GossipDelay IdleTimeout
+//		KillDetectDelay Logf Nodes Password Port Racks ReleaseVersion StopAnnounceDelay
+//		TokensPerNode Username
+//	DefaultBaseIP DefaultClusterName DefaultDataCenter DefaultGossipDelay DefaultKillDetectDelay
+//	DefaultMemoryPort DefaultProbeInterval DefaultReleaseVersion DefaultStopAnnounceDelay
+//	DefaultTokensPerNode ErrClosed ErrRemoved ErrStaticMembership
+//	Event: At Client Detail HostID Kind Node
+//	EventAccepted EventAnnounced EventBlackhole EventBlackholeEnd EventClosed EventFlap EventKind
+//	EventMute EventNodeAdded EventNodeDown EventNodeKilled EventNodeRemoved EventNodeStarting
+//	EventNodeUp EventPeerDown EventPeerUp EventSchemaChanged EventStartFailed
+//	Node: Addr Blackhole Conns DC Flap HostID IP Index Kill Mute Push Rack Requests ServeConn
+//		SetIdleTimeout SetSlowStart Start State Stop Tokens Up
+//	NodeState
+//	Peer: Addr DC HostID Rack Reachable Tokens Up
+//	Start StartInMemory StartStatic StateBlackholed StateDown StateKilled StateRemoved
+//	StateStarting StateUp
+//	StaticConfig: Advertise Config Listen Peers ProbeInterval
+//	StaticIdentity
 package cqlsim

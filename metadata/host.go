@@ -48,7 +48,7 @@ type HostSpec struct {
 	Local            bool   // the row came from system.local: this node served the query
 }
 
-// ErrInvalidPeer is wrapped by HostFromPeer and HostFromPeerV2 errors for rows gocql v1.7.0
+// ErrInvalidPeer is wrapped by the errors of SkippedPeer for rows gocql v1.7.0
 // would ignore (null rpc_address, host_id, data_center, rack or tokens). Callers skip such
 // rows and log them; any other error means the whole result is unusable.
 var ErrInvalidPeer = errors.New("invalid peer")
@@ -95,11 +95,11 @@ func NewHost(spec HostSpec) (Host, error) {
 	}, nil
 }
 
-// HostFromLocal reads a system.local row. port is the native port the connection used (gocql
+// hostFromLocal reads a system.local row. port is the native port the connection used (gocql
 // uses ClusterConfig.Port). host_id, rpc_address, data_center, rack and tokens must be columns
 // of the result; broadcast_address, preferred_ip, release_version and schema_version are read
 // when present. Unlike a peer, a local row is never skipped: a null host_id is an error.
-func HostFromLocal(row Row, port int) (Host, error) {
+func hostFromLocal(row Row, port int) (Host, error) {
 	spec, err := commonSpec(row, "rpc_address", port)
 	if err != nil {
 		return Host{}, err
@@ -114,7 +114,7 @@ func HostFromLocal(row Row, port int) (Host, error) {
 	return NewHost(spec)
 }
 
-// HostFromPeer reads a system.peers row the way gocql v1.7.0 does. The peer column is the
+// hostFromPeer reads a system.peers row the way gocql v1.7.0 does. The peer column is the
 // host's BroadcastAddress; its port is port (gocql gives every peer ClusterConfig.Port). A row
 // with a null rpc_address, host_id, data_center, rack or tokens yields an error wrapping
 // ErrInvalidPeer. An rpc_address of 0.0.0.0 is kept, and the connect address falls back to
@@ -123,15 +123,15 @@ func HostFromLocal(row Row, port int) (Host, error) {
 // One deliberate difference: gocql v1.7.0 reads a null host_id as the nil uuid
 // 00000000-0000-0000-0000-000000000000, which passes its emptiness check and then collides in
 // its host-ID-keyed ring; here a null or nil-uuid host_id is invalid, as the check intends.
-func HostFromPeer(row Row, port int) (Host, error) {
+func hostFromPeer(row Row, port int) (Host, error) {
 	return peerHost(row, "rpc_address", port, false)
 }
 
-// HostFromPeerV2 reads a system.peers_v2 row: native_address stands for rpc_address, and
+// hostFromPeerV2 reads a system.peers_v2 row: native_address stands for rpc_address, and
 // native_port, when the column is present and not null, replaces port (gocql v1.7.0 would use
 // 0 for a null native_port). peer_port, the node-to-node port, is not needed to reach a host.
-// The validity rules are HostFromPeer's.
-func HostFromPeerV2(row Row, port int) (Host, error) {
+// The validity rules are hostFromPeer's.
+func hostFromPeerV2(row Row, port int) (Host, error) {
 	return peerHost(row, "native_address", port, true)
 }
 

@@ -11,7 +11,7 @@ import (
 
 func TestHostFromLocalReadsEveryField(t *testing.T) {
 	row := decodeOne(t, "local", localCols, localRow(1, "100", "-100"))
-	h, err := HostFromLocal(row, 9042)
+	h, err := hostFromLocal(row, 9042)
 	require.NoError(t, err)
 
 	assert.Equal(t, uuidN(1), h.HostID())
@@ -31,7 +31,7 @@ func TestHostFromLocalReadsEveryField(t *testing.T) {
 func TestHostFromLocalNeedsHostID(t *testing.T) {
 	r := localRow(1, "1")
 	delete(r, "host_id") // NULL
-	_, err := HostFromLocal(decodeOne(t, "local", localCols, r), 9042)
+	_, err := hostFromLocal(decodeOne(t, "local", localCols, r), 9042)
 	assert.ErrorContains(t, err, "host_id is null")
 	assert.NotErrorIs(t, err, ErrInvalidPeer)
 }
@@ -39,7 +39,7 @@ func TestHostFromLocalNeedsHostID(t *testing.T) {
 func TestHostFromLocalFallsBackToBroadcastAddress(t *testing.T) {
 	r := localRow(1, "1")
 	r["rpc_address"] = net.IPv4zero
-	h, err := HostFromLocal(decodeOne(t, "local", localCols, r), 9042)
+	h, err := hostFromLocal(decodeOne(t, "local", localCols, r), 9042)
 	require.NoError(t, err)
 	assert.Equal(t, net.IP{127, 0, 0, 1}, h.ConnectAddress())
 	assert.Equal(t, net.IP{0, 0, 0, 0}, h.RPCAddress())
@@ -71,7 +71,7 @@ func TestHostFromPeerSkipsAsGocqlDoes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := peerRow(2, "200")
 			tc.mod(r)
-			h, err := HostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
+			h, err := hostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
 			if tc.reason == "" {
 				require.NoError(t, err)
 				assert.Equal(t, uuidN(2), h.HostID())
@@ -90,20 +90,20 @@ func TestHostFromPeerSkipsAsGocqlDoes(t *testing.T) {
 func TestHostFromPeerUnspecifiedRPCAddress(t *testing.T) {
 	r := peerRow(2, "200")
 	r["rpc_address"] = net.IPv4zero
-	h, err := HostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
+	h, err := hostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
 	require.NoError(t, err)
 	assert.Equal(t, net.IP{127, 0, 0, 2}, h.ConnectAddress(), "peer")
 	assert.Equal(t, net.IP{0, 0, 0, 0}, h.RPCAddress())
 
 	r["preferred_ip"] = net.ParseIP("10.1.1.2")
-	h, err = HostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
+	h, err = hostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
 	require.NoError(t, err)
 	assert.Equal(t, net.IP{10, 1, 1, 2}, h.ConnectAddress(), "preferred_ip before peer")
 
 	r = peerRow(2, "200")
 	r["rpc_address"] = net.IPv6unspecified
 	r["peer"] = net.IPv6unspecified
-	_, err = HostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
+	_, err = hostFromPeer(decodeOne(t, "peers", peersCols, r), 9042)
 	require.ErrorIs(t, err, ErrInvalidPeer)
 	assert.ErrorContains(t, err, "no usable connect address")
 }
@@ -115,7 +115,7 @@ func TestHostFromPeerColumnErrorsAreNotSkips(t *testing.T) {
 			cols = append(cols, c)
 		}
 	}
-	_, err := HostFromPeer(decodeOne(t, "peers", cols, peerRow(2, "1")), 9042)
+	_, err := hostFromPeer(decodeOne(t, "peers", cols, peerRow(2, "1")), 9042)
 	require.ErrorIs(t, err, ErrMissingColumn)
 	assert.NotErrorIs(t, err, ErrInvalidPeer)
 
@@ -123,26 +123,26 @@ func TestHostFromPeerColumnErrorsAreNotSkips(t *testing.T) {
 	cols[6] = colSpec{"rpc_address", datatype.Varchar}
 	r := peerRow(2, "1")
 	r["rpc_address"] = "127.0.0.2"
-	_, err = HostFromPeer(decodeOne(t, "peers", cols, r), 9042)
+	_, err = hostFromPeer(decodeOne(t, "peers", cols, r), 9042)
 	require.ErrorIs(t, err, ErrColumnType)
 	assert.ErrorContains(t, err, `column "rpc_address"`)
 }
 
 func TestHostFromPeerV2UsesNativeAddressAndPort(t *testing.T) {
-	h, err := HostFromPeerV2(decodeOne(t, "peers_v2", peersV2Cols, peerV2Row(3, 19042, "300")), 9042)
+	h, err := hostFromPeerV2(decodeOne(t, "peers_v2", peersV2Cols, peerV2Row(3, 19042, "300")), 9042)
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.3:19042", h.Addr())
 	assert.Equal(t, "4.1.5", h.ReleaseVersion())
 
 	r := peerV2Row(3, 0, "300")
 	delete(r, "native_port")
-	h, err = HostFromPeerV2(decodeOne(t, "peers_v2", peersV2Cols, r), 9042)
+	h, err = hostFromPeerV2(decodeOne(t, "peers_v2", peersV2Cols, r), 9042)
 	require.NoError(t, err)
 	assert.Equal(t, 9042, h.Port(), "a null native_port falls back to the configured port")
 
 	r = peerV2Row(3, 9042, "300")
 	delete(r, "native_address")
-	_, err = HostFromPeerV2(decodeOne(t, "peers_v2", peersV2Cols, r), 9042)
+	_, err = hostFromPeerV2(decodeOne(t, "peers_v2", peersV2Cols, r), 9042)
 	require.ErrorIs(t, err, ErrInvalidPeer)
 	assert.ErrorContains(t, err, "native_address is null")
 }

@@ -17,9 +17,9 @@ type Ring struct {
 	hosts  []Host  // the snapshot's hosts, shared
 }
 
-// IsMurmur3 reports whether partitioner names the Murmur3 partitioner, the only one Ring models
+// isMurmur3 reports whether partitioner names the Murmur3 partitioner, the only one Ring models
 // (Cassandra's default since 1.2, and Scylla's).
-func IsMurmur3(partitioner string) bool {
+func isMurmur3(partitioner string) bool {
 	return strings.HasSuffix(partitioner, "Murmur3Partitioner")
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/datastax/go-cassandra-native-protocol/datacodec"
+	"github.com/cqlcontrol/cqlcontrol/internal/rowdecode"
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
@@ -39,7 +39,7 @@ func TestDecodeRowsGivesEachTypeItsGoValue(t *testing.T) {
 	for _, version := range []primitive.ProtocolVersion{primitive.ProtocolVersion2, primitive.ProtocolVersion4, primitive.ProtocolVersion5} {
 		t.Run(version.String(), func(t *testing.T) {
 			res := rowsResult(t, "t", allTypesCols, []map[string]any{allTypesRow(), {}}, version)
-			rows, err := DecodeRows(res, version)
+			rows, err := rowdecode.Decode[Row](res, version)
 			require.NoError(t, err)
 			require.Len(t, rows, 2)
 
@@ -86,7 +86,7 @@ func TestDecodeRowsFromTheWire(t *testing.T) {
 	wire, ok := f.Body.Message.(*message.RowsResult)
 	require.True(t, ok, "got %T", f.Body.Message)
 
-	rows, err := DecodeRows(wire, v4)
+	rows, err := rowdecode.Decode[Row](wire, v4)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	assert.Equal(t, net.ParseIP("fd00::7"), rows[0]["ip6"])
@@ -102,24 +102,24 @@ func TestDecodeRowsFromTheWire(t *testing.T) {
 }
 
 func TestDecodeRowsErrorsNameRowAndColumn(t *testing.T) {
-	_, err := DecodeRows(nil, v4)
+	_, err := rowdecode.Decode[Row](nil, v4)
 	assert.ErrorContains(t, err, "nil rows result")
 
-	_, err = DecodeRows(&message.RowsResult{Metadata: &message.RowsMetadata{ColumnCount: 2}}, v4)
+	_, err = rowdecode.Decode[Row](&message.RowsResult{Metadata: &message.RowsMetadata{ColumnCount: 2}}, v4)
 	assert.ErrorContains(t, err, "no column metadata")
 
 	res := rowsResult(t, "peers", peersCols, []map[string]any{peerRow(1, "1"), peerRow(2, "2")}, v4)
 	res.Data[1] = res.Data[1][:3]
-	_, err = DecodeRows(res, v4)
+	_, err = rowdecode.Decode[Row](res, v4)
 	assert.ErrorContains(t, err, "row 1 has 3 values for 9 columns")
 
 	res = rowsResult(t, "peers", peersCols, []map[string]any{peerRow(1, "1"), peerRow(2, "2")}, v4)
 	res.Data[1][6] = []byte{10, 0, 0} // rpc_address: 3 bytes is no inet
-	_, err = DecodeRows(res, v4)
+	_, err = rowdecode.Decode[Row](res, v4)
 	assert.ErrorContains(t, err, `row 1, column "rpc_address"`)
 
 	res = rowsResult(t, "peers", peersCols, nil, v4)
-	rows, err := DecodeRows(res, v4)
+	rows, err := rowdecode.Decode[Row](res, v4)
 	require.NoError(t, err, "an empty result still has its columns")
 	assert.Empty(t, rows)
 }
@@ -142,36 +142,4 @@ func TestRowAccessorsReportMissingAndMistypedColumns(t *testing.T) {
 	assert.Equal(t, []string{"1"}, tokens)
 	assert.True(t, row.Has("tokens"))
 	assert.False(t, row.Has("rack"))
-}
-
-// TestTextCollectionMatchesDatacodec: the set<text> fast path must decode exactly what the
-// library's reflective collection codec decodes, in every protocol version's framing.
-func TestTextCollectionMatchesDatacodec(t *testing.T) {
-	values := [][]string{nil, {}, {"0"}, {"", "b"}, {"-9223372036854775808", "9223372036854775807", "héllo"}}
-	for _, version := range []primitive.ProtocolVersion{primitive.ProtocolVersion2, primitive.ProtocolVersion3, primitive.ProtocolVersion4, primitive.ProtocolVersion5} {
-		codec, err := datacodec.NewSet(textSet)
-		require.NoError(t, err)
-		for _, in := range values {
-			b, err := codec.Encode(in, version)
-			require.NoError(t, err)
-			var want []string
-			_, err = codec.Decode(b, &want, version)
-			require.NoError(t, err)
-			got, err := decodeTextCollection(b, version)
-			require.NoError(t, err)
-			assert.Equal(t, want, got, "%v %q", version, in)
-
-			if len(b) > 0 { // every truncation fails in both
-				for cut := 1; cut < len(b); cut++ {
-					_, errWant := codec.Decode(b[:cut], &want, version)
-					_, errGot := decodeTextCollection(b[:cut], version)
-					assert.Equal(t, errWant != nil, errGot != nil, "%v %q cut at %d: %v / %v", version, in, cut, errWant, errGot)
-				}
-				_, err = decodeTextCollection(append(b, 0), version)
-				assert.ErrorContains(t, err, "1 bytes left over")
-			}
-		}
-	}
-	_, err := decodeTextCollection([]byte{0x7f, 0xff, 0xff, 0xff}, v4)
-	assert.ErrorContains(t, err, "impossible")
 }

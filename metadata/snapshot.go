@@ -69,7 +69,7 @@ type Snapshot struct {
 	takenAt     time.Time
 }
 
-// NewSnapshot validates cfg: hosts must be built by NewHost or a HostFrom function, host IDs
+// NewSnapshot validates cfg: hosts must be built by NewHost or ReadTables, host IDs
 // unique, at most one host Local, States values StateUp or StateDown, and with the Murmur3
 // partitioner every token a distinct int64.
 func NewSnapshot(cfg SnapshotConfig) (*Snapshot, error) {
@@ -122,7 +122,7 @@ func NewSnapshot(cfg SnapshotConfig) (*Snapshot, error) {
 	slices.Sort(s.schema)
 	s.schema = slices.Compact(s.schema)
 	s.ring = &Ring{}
-	if IsMurmur3(cfg.Partitioner) {
+	if isMurmur3(cfg.Partitioner) {
 		var ring *Ring
 		var err error
 		if cfg.ring.validFor(cfg.Hosts) {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/rowdecode"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 )
@@ -46,7 +47,7 @@ var ErrDuplicateToken = errors.New("token claimed by another host")
 // whole peers table, an empty system.local, or any fault in the local row fails the refresh.
 func ReadTables(t Tables) (SnapshotConfig, []SkippedPeer, error) {
 	var cfg SnapshotConfig
-	localRows, err := DecodeRows(t.Local, t.Version)
+	localRows, err := rowdecode.Decode[Row](t.Local, t.Version)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("system.local: %w", err)
 	}
@@ -54,7 +55,7 @@ func ReadTables(t Tables) (SnapshotConfig, []SkippedPeer, error) {
 		return cfg, nil, errors.New("metadata: system.local returned 0 rows")
 	}
 	local := localRows[0]
-	lh, err := HostFromLocal(local, t.Port)
+	lh, err := hostFromLocal(local, t.Port)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("system.local: %w", err)
 	}
@@ -66,37 +67,38 @@ func ReadTables(t Tables) (SnapshotConfig, []SkippedPeer, error) {
 	}
 
 	table := "system.peers"
-	fromRow := HostFromPeer
+	fromRow := hostFromPeer
 	if t.PeersV2 {
-		table, fromRow = "system.peers_v2", HostFromPeerV2
+		table, fromRow = "system.peers_v2", hostFromPeerV2
 	}
-	dec, err := newRowDecoder(t.Peers, t.Version)
+	dec, err := rowdecode.NewDecoder(t.Peers, t.Version)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("%s: %w", table, err)
 	}
 	var ring *tokenRing
-	if IsMurmur3(cfg.Partitioner) {
-		ring = &tokenRing{entries: make([]ringEntry, 0, len(lh.tokens)*(dec.len()+1))} // vnodes alike, usually
+	if isMurmur3(cfg.Partitioner) {
+		ring = &tokenRing{entries: make([]ringEntry, 0, len(lh.tokens)*(dec.Len()+1))} // vnodes alike, usually
 		if err := ring.parse(lh); err != nil {
 			return cfg, nil, fmt.Errorf("system.local: %w", err)
 		}
 	}
-	cfg.Hosts = make([]Host, 0, dec.len()+1)
+	cfg.Hosts = make([]Host, 0, dec.Len()+1)
 	cfg.Hosts = append(cfg.Hosts, lh)
-	rows := make([]int, 0, dec.len()+1) // peers row of each of cfg.Hosts; -1 for the local row
+	rows := make([]int, 0, dec.Len()+1) // peers row of each of cfg.Hosts; -1 for the local row
 	rows = append(rows, -1)
-	seen := make(map[string]struct{}, dec.len()+1)
+	seen := make(map[string]struct{}, dec.Len()+1)
 	seen[lh.hostID] = struct{}{}
 	var skipped []SkippedPeer
 	skip := func(i int, peer net.IP, err error) {
 		skipped = append(skipped, SkippedPeer{Row: i, Peer: peer, Err: err})
 	}
-	for i := range dec.len() {
-		row, err := dec.row(i)
+	for i := range dec.Len() {
+		m, err := dec.Row(i)
 		if err != nil {
 			skip(i, nil, fmt.Errorf("metadata: %s: %w: %w", table, ErrInvalidPeer, err))
 			continue
 		}
+		row := Row(m)
 		peer, _ := row.IP("peer")
 		h, err := fromRow(row, t.Port)
 		switch {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/rowdecode"
 	"github.com/datastax/go-cassandra-native-protocol/datacodec"
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/message"
@@ -113,7 +114,7 @@ func peerV2Row(n int, port int, tokens ...string) map[string]any {
 // decodeOne decodes a single row built by rowsResult.
 func decodeOne(tb testing.TB, table string, cols []colSpec, row map[string]any) Row {
 	tb.Helper()
-	rows, err := DecodeRows(rowsResult(tb, table, cols, []map[string]any{row}, v4), v4)
+	rows, err := rowdecode.Decode[Row](rowsResult(tb, table, cols, []map[string]any{row}, v4), v4)
 	require.NoError(tb, err)
 	require.Len(tb, rows, 1)
 	return rows[0]

@@ -1,0 +1,77 @@
+// Package controlconn keeps one control connection to a Cassandra or Scylla cluster, beside a
+// gocql session, for topology, status and schema events and cluster metadata. It speaks the
+// native protocol itself, recovers through a re-armable backoff driven by gocql's host events,
+// dials a host plan staggered so no blackholed host holds recovery hostage, and after every
+// reconnect refreshes and diffs the metadata so subscribers lose nothing.
+//
+// # Data flow
+//
+//	gocql's goroutines --Push--> hostevents.Queue --Batch--> run --drives--> reconnect.Recovery
+//	(the wrapped policy)                                     |  ^
+//	                               attempt goroutine <-start-+  +-link-- (the attempt's result)
+//	                               refresh worker    <-start-+  +-tables- (system.local, peers)
+//	link reader goroutine ----server events----------------->+
+//	run --Refresh/ApplyStatus/SetState--> metadata.Store --Change--> Subscription --> subscriber
+//
+// Who owns what:
+//
+//	Recovery, attempt in flight, current link,   run (owner.go): the only goroutine that
+//	host beliefs, refresh and probe state        touches owner
+//	events not yet batched, the window           the Queue's batching goroutine (Push, on
+//	                                             gocql's goroutines, takes its lock briefly)
+//	a link's socket                              reads: its reader goroutine; writes: one
+//	                                             request at a time (writeSem), heartbeats too
+//	planHosts (hosts an attempt plans over)      written by run, read by attempts (atomic)
+//	Status, current link, up (under pubMu)       written by run, read by callers
+//	current Snapshot                             written by run through Store (Store.mu),
+//	                                             read by anyone (atomic)
+//	a Subscription's channel                     filled by run without blocking (a full one
+//	                                             is marked lagged), drained by its subscriber
+//
+// Callers talk to run through channels (Refresh, ReconnectNow) or read what it publishes
+// (Status, WaitConnected); Snapshot and Subscribe go to the Store; Query uses the current link.
+//
+// # Public surface
+//
+// The exported identifiers, one line per type with its exported methods and fields;
+// TestPublicSurfaceIsDocumented fails when this list and the code differ.
+//
+//	AllEvents
+//	Belief: String
+//	BeliefDown BeliefUnknown BeliefUp
+//	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
+//		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay
+//		Validate WithDefaults
+//	ClassAuth ClassClosed ClassNone ClassProtocol ClassRetryable ClassTLS Classify
+//	Config: AddressTranslator Cadence Conn ContactPoints Port Validate
+//	ConfigFromGocql
+//	Conn: Close Do Done Endpoint Err Events LocalAddr Overflow Query Version
+//	ConnConfig: AuthProvider Authenticator CQLVersion ConnectTimeout Dialer Events
+//		HeartbeatInterval HeartbeatTimeout HostDialer Keepalive Logger MaxFrameSize OnDroppedReply
+//		OnHeartbeat ProtoVersion TLS WriteTimeout
+//	ConnError: Addr Class Err Error ErrorClass Op Unwrap
+//	ControlConnection: AwaitSchemaAgreement Close Query ReconnectNow Refresh SkippedPeers
+//		Snapshot Start Status Subscribe WaitConnected
+//	DataObserver: PeersSkipped ReplyDropped
+//	DefaultConnectTimeout DefaultDownBackoffBase DefaultHeartbeatInterval DefaultHeartbeatTimeout
+//	DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval DefaultPort
+//	DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout Dial
+//	DialError: Error ErrorClass Errs Unwrap
+//	Endpoint: Addr DC HostID Hostname String
+//	ErrClosed ErrConflictingOptions ErrHeartbeat ErrInvalidCadence ErrLostRace
+//	ErrorClass: Permanent String
+//	IsServerError MinRefreshInterval New NewPlanner NewWithConfig NewWithListener
+//	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
+//	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
+//	Option
+//	Plan: Endpoints
+//	PlanHost: Belief Endpoint
+//	PlanInput: Hint Hosts LocalDC Port ReArmed
+//	Planner: Admit DialFailed DialSucceeded Evidence NextEligible Plan Suspect
+//	ProtocolMaxFrameSize ResolveContactPoints Resolver
+//	ServerError: Code Error Message
+//	Status: Attempts ConnectedSince Host LastErr LastErrClass LastLoss LastLossAt NextAttemptAt
+//		Recovery SkippedPeers State Version
+//	WithHostEvents WithLogger WithObserver WithQueueConfig WithRand WithReconnectObserver
+//	WithResolver
+package controlconn

@@ -1,0 +1,13 @@
+// Package sample is the fixture of apisurface's tests.
+//
+// # Public surface
+//
+//	Answer Other
+//	Thing: Name Close
+//		Reader
+//	Watcher: Watch
+//
+// # Other
+//
+//	NotAnEntry
+package sample

@@ -1,0 +1,3 @@
+package sample
+
+const TestOnly = 1
