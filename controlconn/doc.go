@@ -50,17 +50,24 @@
 //		HeartbeatInterval HeartbeatTimeout HostDialer Keepalive Logger MaxFrameSize OnDroppedReply
 //		OnHeartbeat ProtoVersion TLS WriteTimeout
 //	ConnError: Addr Class Err Error ErrorClass Op Unwrap
-//	ControlConnection: AwaitSchemaAgreement Close Query ReconnectNow Refresh SkippedPeers
-//		Snapshot Start Status Subscribe WaitConnected
+//	ControlConnection: AwaitSchemaAgreement Close GovernorStats Query ReconnectNow Refresh
+//		SkippedPeers Snapshot Start Status Subscribe WaitConnected
 //	DataObserver: PeersSkipped ReplyDropped
-//	DefaultConnectTimeout DefaultDownBackoffBase DefaultHeartbeatInterval DefaultHeartbeatTimeout
-//	DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval DefaultPort
-//	DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout Dial
+//	DefaultConnectTimeout DefaultDownBackoffBase DefaultGovernorHostBackoff DefaultGovernorJitter
+//	DefaultGovernorMinInterval DefaultGovernorOutageShare DefaultHeartbeatInterval
+//	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
+//	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout Dial
 //	DialError: Error ErrorClass Errs Unwrap
+//	DialGate: Admit AdmitOwn Config ConnDown ConnIsUp ConnUp Done DoneOwn HostDown HostUp Lost
+//		NextReal
 //	Endpoint: Addr DC HostID Hostname String
-//	ErrClosed ErrConflictingOptions ErrHeartbeat ErrInvalidCadence ErrLostRace
+//	ErrClosed ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence ErrInvalidGovernor
+//	ErrLostRace
 //	ErrorClass: Permanent String
-//	IsServerError MinRefreshInterval New NewPlanner NewWithConfig NewWithListener
+//	GovernedReconnectInterval
+//	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
+//	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
+//	IsServerError MinRefreshInterval New NewDialGate NewPlanner NewWithConfig NewWithListener
 //	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Option
@@ -72,6 +79,8 @@
 //	ServerError: Code Error Message
 //	Status: Attempts ConnectedSince Host LastErr LastErrClass LastLoss LastLossAt NextAttemptAt
 //		Recovery SkippedPeers State Version
+//	Verdict: Allowed String
+//	VerdictBudget VerdictHostBackoff VerdictHostSlot VerdictNoBudget VerdictPass WithDialGovernor
 //	WithHostEvents WithLogger WithObserver WithQueueConfig WithRand WithReconnectObserver
 //	WithResolver
 package controlconn
