@@ -17,7 +17,7 @@ race:
 	TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 allocs:
-	$(GO) test -count=1 -run 'DoesNotAllocate' ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/
+	$(GO) test -count=1 -run 'DoesNotAllocate|AllocatesNothing' ./reconnect/ ./hostevents/ ./controlconn/
 
 # The gocqlv2 module (apache gocql v2) has its own go.mod, so ./... above does not reach it.
 gocqlv2:
