@@ -95,7 +95,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 	cc, err := New(cfg, Cadence{StableAfter: 500 * time.Millisecond},
 		WithDialGovernor(Governor{}), WithReconnectObserver(rearms))
 	require.NoError(t, err)
-	defer cc.Close()
+	defer func() { assert.NoError(t, cc.Close()) }()
 	// Ours alone dials through the partition; gocql's dials do not.
 	cut := &cutDialer{}
 	cc.connCfg.Dialer = &governedNetDialer{g: cc.gov, inner: cut}

@@ -75,7 +75,7 @@ func TestGocqlHostDialerSemantics(t *testing.T) {
 func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -86,8 +86,8 @@ func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
 	p := &plainHostDialer{dialer: &net.Dialer{}}
 	dh, err := p.DialHost(context.Background(), testHost(t, ln.Addr().String()))
 	require.NoError(t, err)
-	(<-accepted).Close()
-	dh.Conn.Close()
+	_ = (<-accepted).Close()
+	_ = dh.Conn.Close()
 	assert.False(t, dh.DisableCoalesce, "no TLS: write coalescing stays on")
 
 	_, err = p.DialHost(context.Background(), (&gocql.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 1)))
@@ -97,7 +97,7 @@ func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
 	go func() {
 		c, err := ln.Accept()
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	p.tls = &tls.Config{InsecureSkipVerify: true}
@@ -173,24 +173,24 @@ func TestGovernedNetDialerOwnDials(t *testing.T) {
 	g.onEvidence(func(string) { t.Error("our own dial is not evidence for ourselves") })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			c.Close()
+			_ = c.Close()
 		}
 	}()
 	d := &governedNetDialer{g: g, inner: &net.Dialer{}}
 	g.ConnDown()
 	c, err := d.DialContext(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
-	c.Close()
+	_ = c.Close()
 	c, err = d.DialContext(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err, "it accepted a dial this outage: it passes")
-	c.Close()
+	_ = c.Close()
 	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
 	assert.NotErrorIs(t, err, ErrGoverned, "our dial connected: the cluster is reachable, another host passes")
 	assert.EqualValues(t, 1, g.Stats().Budget)
@@ -212,7 +212,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 	cfg := gocql.NewCluster("127.0.0.1")
 	cc, err := New(cfg, Cadence{}, WithDialGovernor(Governor{}))
 	require.NoError(t, err)
-	defer cc.Close()
+	defer func() { assert.NoError(t, cc.Close()) }()
 	gd, ok := cfg.HostDialer.(*governedHostDialer)
 	require.True(t, ok, "gocql's dials go through the governor")
 	assert.IsType(t, &plainHostDialer{}, gd.inner)
@@ -228,7 +228,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 	cfg.ReconnectInterval = 5 * time.Second
 	cc2, err := New(cfg, Cadence{DelayCap: 10 * time.Second}, WithDialGovernor(Governor{}))
 	require.NoError(t, err)
-	defer cc2.Close()
+	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.Same(t, user, cfg.HostDialer.(*governedHostDialer).inner)
 	own := cc2.connCfg.HostDialer.(*governedHostDialer)
 	assert.Same(t, user, own.inner)
@@ -243,7 +243,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 
 	cc3, err := New(cfg, Cadence{})
 	require.NoError(t, err)
-	defer cc3.Close()
+	defer func() { assert.NoError(t, cc3.Close()) }()
 	assert.Nil(t, cfg.HostDialer)
 	assert.Equal(t, 60*time.Second, cfg.ReconnectInterval, "no governor: gocql's tick untouched")
 	assert.Zero(t, cc3.GovernorStats())
