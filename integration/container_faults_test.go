@@ -166,7 +166,24 @@ func TestContainerNetworkFaults(t *testing.T) {
 	})
 
 	t.Run("full restart with a gocql session", func(t *testing.T) {
+		// A second process beside the first, governed (WithDialGovernor): its dials, gocql's
+		// and ours, are counted at its dialer, the first process's at the gate.
+		gcluster := gocqlClusterOf(ips, 9042)
+		gdials := &countingDialer{}
+		gcluster.Dialer = gdials
+		gcc, err := controlconn.New(gcluster, controlconn.Cadence{
+			HeartbeatInterval: ctrHeartbeatInterval, HeartbeatTimeout: ctrHeartbeatTimeout,
+			ConnectTimeout: 2 * time.Second, StableAfter: time.Second, DelayCap: 3 * time.Second,
+		}, controlconn.WithDialGovernor(controlconn.Governor{}))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, gcc.Close()) }()
+		gsession, err := gcluster.CreateSession()
+		require.NoError(t, err)
+		defer gsession.Close()
+		startCC(t, gcc, 30*time.Second)
 		waitStable(t, cc, 1100*time.Millisecond)
+		waitStable(t, gcc, 1100*time.Millisecond)
+		stopAt := time.Now()
 		for _, ip := range ips {
 			stop := 10 * time.Second
 			require.NoError(t, nodes[ip].Stop(ctx, &stop))
@@ -193,6 +210,13 @@ func TestContainerNetworkFaults(t *testing.T) {
 		t.Logf("FIGURE full restart (3 s down) with gocql attached: control connection on %s %s after the first CQL port accepted (observed by polling every 200 ms at most); gocql serving from all 3 after %s",
 			ep.Addr, ms(connectedAt.Sub(firstUp)), ms(servingAt.Sub(firstUp)))
 		ctrSettled(t, cc, truth, "full restart")
+
+		gConnectedAt, gep := connectedAfter(t, gcc, startAt, 30*time.Second)
+		ctrEventually(t, img.converge, "queries of the governed session reach all three nodes again", func() bool { return ctrServing(gsession) == 3 })
+		gServingAt := time.Now()
+		t.Logf("FIGURE full restart, governed process: control connection on %s %s and its gocql session serving from all 3 %s after the first CQL port accepted; dials from the stop until then: governed process %d, the ungoverned one %d",
+			gep.Addr, ms(gConnectedAt.Sub(firstUp)), ms(gServingAt.Sub(firstUp)), gdials.in(stopAt, gServingAt), gate.in(stopAt, gServingAt))
+		ctrSettled(t, gcc, truth, "full restart, governed")
 	})
 }
 
@@ -234,6 +258,7 @@ type ctrGate struct {
 	mu     sync.Mutex
 	closed bool
 	d      net.Dialer
+	stamps // every dial asked of the gate, passed or not
 }
 
 func (g *ctrGate) set(closed bool) {
@@ -243,6 +268,7 @@ func (g *ctrGate) set(closed bool) {
 }
 
 func (g *ctrGate) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	g.add(time.Now())
 	g.mu.Lock()
 	closed := g.closed
 	g.mu.Unlock()
