@@ -133,7 +133,11 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 		ms(evidenced), ms(took), cc.GovernorStats())
 	assert.Positive(t, cc.GovernorStats().Evidence, "gocql's dial that connected is evidence")
 	assert.LessOrEqual(t, evidenced, oneInterval, "gocql connected and re-armed ours within one budget interval (1 s ±20 %%) plus margin")
-	assert.LessOrEqual(t, took, oneInterval, "the session within one budget interval")
+	// The session needs every pool's first connection; ours, cut off, shares the budget, so when
+	// one of its failing dials has just taken the slot, gocql's pool dial waits for the next
+	// slot and gocql retries it on its own 1 s tick: 2.0 s was seen in 1 of 6 runs, 1.0 s else.
+	assert.LessOrEqual(t, took, oneInterval+time.Duration(float64(g.MinInterval)*(1+g.Jitter)),
+		"the session within two budget intervals")
 	cut.setCut(false)
 	waitConnected(t, cc, 15*time.Second)
 }
