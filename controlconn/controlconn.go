@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -138,8 +139,9 @@ type ControlConnection struct {
 	cur    *link         // the connection run uses; nil while recovering
 	up     chan struct{} // closed on adoption, replaced on loss (WaitConnected, Query)
 
-	skipped atomic.Pointer[[]metadata.SkippedPeer] // the latest refresh's; written by run
-	dataObs DataObserver
+	skipped  atomic.Pointer[[]metadata.SkippedPeer]   // the latest refresh's; written by run
+	dataLags atomic.Pointer[map[string]time.Duration] // by address, copy on write; written by run
+	dataObs  DataObserver
 
 	closeErr    error           // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error // Refresh callers -> run
@@ -330,6 +332,10 @@ type Status struct {
 	// SkippedPeers are the system.peers rows the latest metadata refresh left out (bad
 	// tokens, undecodable values, duplicates): the ring is built without them.
 	SkippedPeers []metadata.SkippedPeer
+	// DataPathLag is, by host address, the latest data-path lag: from our connection seeing
+	// the host announced UP to gocql's session reporting its pool connected (HostUp). Hosts
+	// gocql reported first, or not yet, are absent.
+	DataPathLag map[string]time.Duration
 }
 
 // Status reports the state of the ControlConnection. It reports connected only once the
@@ -359,6 +365,9 @@ func (cc *ControlConnection) Status() Status {
 		st.LastLoss, st.LastLossAt = li.err, li.at
 	}
 	st.SkippedPeers = cc.SkippedPeers()
+	if l := cc.dataLags.Load(); l != nil {
+		st.DataPathLag = maps.Clone(*l)
+	}
 	return st
 }
 

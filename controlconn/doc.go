@@ -53,6 +53,7 @@
 //	ControlConnection: AwaitSchemaAgreement Close GovernorStats Query ReconnectNow Refresh
 //		SkippedPeers Snapshot Start Status Subscribe WaitConnected
 //	DataObserver: PeersSkipped ReplyDropped
+//	DataPathObserver: DataPathLag
 //	DefaultConnectTimeout DefaultDownBackoffBase DefaultGovernorHostBackoff DefaultGovernorJitter
 //	DefaultGovernorMinInterval DefaultGovernorOutageShare DefaultHeartbeatInterval
 //	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
@@ -77,8 +78,8 @@
 //	Planner: Admit DialFailed DialSucceeded Evidence NextEligible Plan Suspect
 //	ProtocolMaxFrameSize ResolveContactPoints Resolver
 //	ServerError: Code Error Message
-//	Status: Attempts ConnectedSince Host LastErr LastErrClass LastLoss LastLossAt NextAttemptAt
-//		Recovery SkippedPeers State Version
+//	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
+//		NextAttemptAt Recovery SkippedPeers State Version
 //	Verdict: Allowed String
 //	VerdictBudget VerdictHostBackoff VerdictHostSlot VerdictNoBudget VerdictPass WithDialGovernor
 //	WithHostEvents WithLogger WithObserver WithQueueConfig WithRand WithReconnectObserver

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/gocql/gocql"
 )
 
@@ -211,6 +213,7 @@ func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
 // session, so the wrapped policy never reaches it).
 type sessionCheck struct {
 	Observer
+	data  DataObserver // the inner observer's, so that wrapping it keeps them
 	queue *hostevents.Queue
 	log   *slog.Logger
 	once  sync.Once
@@ -227,7 +230,7 @@ func newSessionCheck(inner Observer, q *hostevents.Queue, log *slog.Logger) *ses
 	if log == nil {
 		log = discardLogger
 	}
-	return &sessionCheck{Observer: inner, queue: q, log: log}
+	return &sessionCheck{Observer: inner, data: dataObserver(inner), queue: q, log: log}
 }
 
 func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
@@ -237,4 +240,15 @@ func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
 			s.log.Warn(errSessionFirst)
 		}
 	})
+}
+
+// PeersSkipped and ReplyDropped forward to the inner observer's DataObserver, if it has one.
+func (s *sessionCheck) PeersSkipped(skipped []metadata.SkippedPeer) { s.data.PeersSkipped(skipped) }
+func (s *sessionCheck) ReplyDropped(ep Endpoint)                    { s.data.ReplyDropped(ep) }
+
+// DataPathLag forwards to the inner observer if it is a DataPathObserver.
+func (s *sessionCheck) DataPathLag(ep Endpoint, lag time.Duration) {
+	if d, ok := s.Observer.(DataPathObserver); ok {
+		d.DataPathLag(ep, lag)
+	}
 }

@@ -66,6 +66,7 @@ type owner struct {
 	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
 	adoptions     int                     // connections adopted so far
 	statusSeq     map[string]uint64       // by host ID: reported states applied, to tell stale probes
+	sawUp         map[string]sawUp        // by hostevents key: UP announced on our connection, gocql's HostUp awaited
 	probes        []scheduledProbe        // by time: the probes of the current connection still to start
 	probeTimer    *time.Timer             // fires at probes[0].at
 	reported      map[string]bool         // host IDs reported on since the current connection was adopted
@@ -83,6 +84,7 @@ func (cc *ControlConnection) newOwner() *owner {
 		periodic:      time.NewTimer(time.Hour),
 		refreshed:     make(chan refreshResult, 1),
 		statusSeq:     map[string]uint64{},
+		sawUp:         map[string]sawUp{},
 		probeTimer:    time.NewTimer(time.Hour),
 		reported:      map[string]bool{},
 		pendingStates: map[string]pendingState{},
@@ -440,7 +442,7 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 		if up {
 			kind = hostevents.KindUp
 		}
-		cc.pushControlEvent(e.Address, kind)
+		cc.dataPathSaw(o, cc.pushControlEvent(e.Address, kind))
 		cc.publishHosts(o)
 	case *message.TopologyChangeEvent:
 		cc.obs.ServerEvent("topology_change", string(e.ChangeType))
@@ -462,8 +464,8 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 // pushControlEvent reports an event of our own connection as a host event: it updates the
 // planner at once (UP and NEW_NODE are evidence) and reaches the queue's other consumers
 // (metrics) and, through the batch, our beliefs.
-func (cc *ControlConnection) pushControlEvent(addr *primitive.Inet, kind hostevents.Kind) {
-	ev := hostevents.Event{Addr: addr.Addr, Port: int(addr.Port), Kind: kind, Source: hostevents.SourceControl}
+func (cc *ControlConnection) pushControlEvent(addr *primitive.Inet, kind hostevents.Kind) hostevents.Event {
+	ev := hostevents.Event{Addr: addr.Addr, Port: int(addr.Port), Kind: kind, Source: hostevents.SourceControl, At: time.Now()}
 	if snap := cc.store.Current(); snap != nil {
 		if h, err := snap.HostByAddr(addr.Addr, int(addr.Port)); err == nil {
 			ev.HostID, ev.DC = h.HostID(), h.DataCenter()
@@ -479,6 +481,7 @@ func (cc *ControlConnection) pushControlEvent(addr *primitive.Inet, kind hosteve
 	if cc.queue != nil {
 		cc.queue.Push(ev)
 	}
+	return ev
 }
 
 // onBatch folds a batch of host events into the beliefs and, while disconnected, re-arms the
@@ -507,6 +510,9 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		if (e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown) && e.Source != hostevents.SourceControl {
 			// The session's word on a host (our own events are applied as they arrive).
 			cc.reportState(o, pendingState{hostID: e.HostID, ip: e.Addr, port: cmp.Or(e.Port, cc.cfg.Port), up: e.Kind == hostevents.KindUp})
+		}
+		if e.Kind == hostevents.KindUp && e.Source == hostevents.SourceGocql {
+			cc.dataPathBack(o, key, e.At)
 		}
 		switch e.Kind {
 		case hostevents.KindUp:

@@ -111,6 +111,9 @@ type Collectors struct {
 	peersSkipped   prometheus.Counter
 	repliesDropped prometheus.Counter
 
+	// gocql's data path (controlconn.DataPathObserver).
+	dataPathLag prometheus.Histogram
+
 	// starting is set when a Handler leaves Idle and cleared by the Recovered that follows:
 	// the first connection ends no outage, so it is kept out of recovery_seconds. Written by
 	// the goroutine driving the Recovery.
@@ -240,6 +243,8 @@ func New(opts Options) (*Collectors, error) {
 		"system.peers rows left out of metadata refreshes (bad token, undecodable value, duplicate host or token), counted at every refresh that skips them.")
 	c.repliesDropped = b.counter("replies_dropped_total",
 		"Responses dropped because no request was in flight on their stream (late duplicates from a broken server or proxy).")
+	c.dataPathLag = b.histogram("data_path_lag_seconds", latencyBuckets,
+		"Per host: from the control connection seeing the host announced UP to gocql's session reporting its pool connected to it (HostUp).")
 
 	c.initialise()
 	if opts.Registerer != nil {

@@ -104,4 +104,9 @@ func (c *Collectors) PeersSkipped(skipped []metadata.SkippedPeer) {
 // ReplyDropped counts a response dropped for want of a request on its stream.
 func (c *Collectors) ReplyDropped(controlconn.Endpoint) { c.repliesDropped.Inc() }
 
+// DataPathLag observes a host's data-path lag (controlconn.DataPathObserver).
+func (c *Collectors) DataPathLag(_ controlconn.Endpoint, lag time.Duration) {
+	c.dataPathLag.Observe(lag.Seconds())
+}
+
 var _ controlconn.DataObserver = (*Collectors)(nil)

@@ -51,7 +51,7 @@ func TestCollectAndLintEveryCollector(t *testing.T) {
 	c, err := New(Options{})
 	require.NoError(t, err)
 	touchAll(c)
-	require.Len(t, c.all, 29)
+	require.Len(t, c.all, 30)
 	for _, m := range c.all {
 		assert.Positive(t, testutil.CollectAndCount(m), "touched, so it has a series to lint")
 		problems, err := testutil.CollectAndLint(m)
@@ -63,7 +63,7 @@ func TestCollectAndLintEveryCollector(t *testing.T) {
 	assert.Empty(t, problems)
 	mfs, err := c.Gatherer().Gather()
 	require.NoError(t, err)
-	assert.Len(t, mfs, 29, "every collector has a series once touched")
+	assert.Len(t, mfs, 30, "every collector has a series once touched")
 }
 
 func TestExplicitDefaultRegisterer(t *testing.T) {

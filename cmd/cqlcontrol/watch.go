@@ -471,6 +471,13 @@ func (o *watchObserver) Lost(ep controlconn.Endpoint, err error, uptime time.Dur
 	o.Collectors.Lost(ep, err, uptime)
 }
 
+// DataPathLag says how long gocql's pool took to reconnect to a host after our connection saw
+// it announced UP.
+func (o *watchObserver) DataPathLag(ep controlconn.Endpoint, lag time.Duration) {
+	o.note("gocql", "data path to %s back %v after the UP our connection saw", ep.Addr, lag.Round(time.Millisecond))
+	o.Collectors.DataPathLag(ep, lag)
+}
+
 // Received sees gocql's host events (what the session's pools saw); our own connection's events
 // show up as metadata changes.
 func (o *watchObserver) Received(e hostevents.Event) {
