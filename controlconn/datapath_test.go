@@ -98,3 +98,26 @@ func hostState(cc *ControlConnection, hostID string) (string, bool, bool) {
 	}
 	return "", false, false
 }
+
+// New wraps the caller's observer for its session-order warning; the optional interfaces must
+// survive the wrapping (before the fix, dataObserver of the wrapper was the no-op one, so with
+// New the skipped-peer and dropped-reply metrics stayed at zero).
+func TestNewsObserverWrapperKeepsTheOptionalInterfaces(t *testing.T) {
+	inner := &skipRecorder{}
+	w := newSessionCheck(inner, nil, nil)
+	d := dataObserver(w)
+	d.PeersSkipped([]metadata.SkippedPeer{{Row: 7}})
+	d.ReplyDropped(Endpoint{Addr: "127.0.0.1:9042"})
+	inner.mu.Lock()
+	assert.Len(t, inner.skipped, 1, "PeersSkipped reached the caller's observer")
+	assert.Equal(t, 1, inner.dropped, "ReplyDropped reached the caller's observer")
+	inner.mu.Unlock()
+
+	lags := &lagRecorder{lags: map[string]time.Duration{}}
+	dp, ok := Observer(newSessionCheck(lags, nil, nil)).(DataPathObserver)
+	require.True(t, ok)
+	dp.DataPathLag(Endpoint{Addr: "127.0.0.1:9042"}, time.Second)
+	got, ok := lags.get("127.0.0.1:9042")
+	assert.True(t, ok)
+	assert.Equal(t, time.Second, got)
+}
