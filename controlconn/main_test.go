@@ -3,9 +3,9 @@ package controlconn
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// Every test closes its control connections, sessions and simulated clusters; gocql's pool-fill
+// goroutines are waited for, not ignored (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

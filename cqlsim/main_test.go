@@ -3,13 +3,8 @@ package cqlsim
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// gocql v1.7.0's pool fill sleeps in its retry backoff and outlives Session.Close by up to a second.
-		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connectMany"),
-		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connect"),
-	)
-}
+// gocql's pool-fill goroutines are waited for, not ignored (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

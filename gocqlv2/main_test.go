@@ -8,19 +8,14 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
 // Every test closes its control connections, sessions and simulated clusters.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		// gocql v1.7.0's pool fill sleeps in its retry backoff and outlives Session.Close by up to a second.
-		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connectMany"),
-		goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*hostConnPool).connect"),
-	)
-}
+// gocql's pool-fill goroutines are waited for, not ignored (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 
 // startCluster starts a simulated cluster that the test closes at its end.
 func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {

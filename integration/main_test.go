@@ -3,11 +3,9 @@ package integration
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 )
 
 // Every suite closes its control connections, sessions and simulated clusters: nothing may
-// outlive the package.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// outlive the package (gocql's pool-fill goroutines are waited for, see leakcheck).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
