@@ -48,6 +48,7 @@ var seriesStyle = map[string]lineStyle{
 	PythonHB:     {rgb(0x2ca02c), dashes(3, 3), draw.BoxGlyph{}},
 	Java4:        {rgb(0x9467bd), nil, draw.CircleGlyph{}},
 	Rust:         {rgb(0x8c564b), nil, draw.PyramidGlyph{}},
+	Governed:     {rgb(0xff7f0e), dashes(2, 2), draw.CircleGlyph{}},
 }
 
 type lineStyle struct {

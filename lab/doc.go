@@ -47,4 +47,14 @@
 // from 1 s ("python+hb"). Java driver 4 waits the first delay of the same kind of schedule
 // (1 s to 60 s, whole milliseconds) before its first attempt. The Rust driver attempts at once
 // and then every second.
+//
+// # The governed process
+//
+// The gocql+governed row is a whole client process sharing controlconn's dial governor: gocql's
+// control connection (the gocql model), one gocql v1.7 pool per node (a fill redials at the
+// loss and on a 1 s ReconnectInterval tick; connect() retries a refused-by-governor dial 3
+// times 1 s apart) and ours (the Recovery above), every dial through controlconn's real
+// DialGate, driven call for call in virtual time as ours drives reconnect.Recovery. Its
+// lateness is the data path's (the last pool back after ready), its attempts and dials the
+// process's real dials until ours is back, and its fleet columns count SYNs per second.
 package lab

@@ -24,6 +24,8 @@ func model(cfg Config) []string {
 		"Ours is reconnect.Recovery, the decision core reconnect.Handler runs, driven call for call (Lost after an hour-long connection, StartAttempt, Finish, ReArm).",
 		fmt.Sprintf("Fleet: %d clients with independent jitter and phases, ready at exactly L, counted in 1 s buckets; the first second holds every immediate first attempt "+
 			"(at_loss) and is left out of the down peak; \"last min\" is the mean rate over the last minute before L (the last half of a shorter outage).", cfg.Fleet),
+		fmt.Sprintf("%s is a whole process through controlconn's real DialGate (see its model line); without the governor, the same process as configured today "+
+			"(ReconnectInterval %v, no governor) is its baseline. Its nodes are all ready at D, and gocql's control connection receives no UP events.", Governed, gocqlDefaultTick),
 	}
 }
 

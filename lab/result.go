@@ -45,6 +45,8 @@ type Row struct {
 	AttemptsMax int     `json:"attempts_max"`
 	Dials       float64 `json:"dials_mean"` // attempts × addresses dialled
 	Fleet       Fleet   `json:"fleet"`
+	// Governed is set on the governed process's row (strategy Governed) only.
+	Governed *GovernedFigures `json:"governed,omitempty"`
 }
 
 // Fleet is what the cluster sees from Clients clients that all lost it at t=0, with independent

@@ -22,6 +22,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, s := range ss {
 		res.Strategies = append(res.Strategies, s.StrategyInfo)
 	}
+	res.Strategies = append(res.Strategies, governedInfo(cfg))
 	for li, length := range cfg.Outages {
 		rows, err := runOutage(ctx, cfg, ss, li, length)
 		if err != nil {
@@ -75,7 +76,14 @@ func runOutage(ctx context.Context, cfg Config, ss []strategy, li int, length ti
 		rows[si] = summarize(length, s.ID, ready, outs)
 		rows[si].Fleet = fr.fleet(fouts, cfg.Histograms)
 	}
-	return rows, nil
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	gov, err := runGoverned(cfg, li, length, ready, fleetReady)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, gov), nil
 }
 
 // runMany simulates one client per ready time; ev, when not nil, holds each client's evidence time.

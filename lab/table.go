@@ -31,6 +31,17 @@ func (r *Result) WriteTable(w io.Writer) error {
 			label, row.Strategy, row.P50, row.P99, row.Max, row.Attempts, row.Dials, f.PeakDown, f.LastMinute, f.PeakReturn)
 	}
 
+	if hasGoverned(r) {
+		fmt.Fprintf(b, "\n%s: lateness is the data path (the last node's pool back), attempts and dials the process's real dials (SYNs) until ours is back, fleet in SYNs/s\n", Governed)
+		fmt.Fprintf(b, "%-7s %9s %9s   %13s %10s   %s\n", "outage", "ours p50", "ours p99", "dials (all)", "refused", "without the governor: dials, data path p99")
+		for _, row := range r.Rows {
+			if g := row.Governed; g != nil {
+				fmt.Fprintf(b, "%-7s %9.2f %9.2f   %13.1f %10.1f   %.1f, %.2f s\n", shortDuration(time.Duration(row.Outage*float64(time.Second))),
+					g.OursP50, g.OursP99, g.DialsAll, g.Refused, g.UngovernedDials, g.UngovernedP99)
+			}
+		}
+	}
+
 	fmt.Fprintln(b, "\nClaims")
 	for _, ch := range r.Checks {
 		verdict := "met    "
@@ -53,4 +64,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 		fmt.Fprintf(b, "  - %s: %s. Evidence: %s.\n", s.ID, s.Model, s.Evidence)
 	}
 	return b.Flush()
+}
+
+// hasGoverned reports whether r has a governed row.
+func hasGoverned(r *Result) bool {
+	for _, row := range r.Rows {
+		if row.Governed != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -24,6 +24,7 @@ type demoConfig struct {
 	port           int
 	json           bool
 	verbose        bool
+	govern         bool
 	metricsAddr    string
 	seed           uint64
 }
@@ -50,6 +51,7 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (demoConfig, error)
 	// Any free port by default rather than 9042: the nodes' port is free while the cluster is
 	// down, and another local cluster taking 9042 then would break the restart.
 	fs.IntVar(&cfg.port, "port", 0, "CQL port of the simulated nodes, 0 for any port free on every node address (if the port is taken, a free one is picked)")
+	fs.BoolVar(&cfg.govern, "govern", false, "install the dial governor (controlconn.WithDialGovernor) and count every dial at the dialer: SYNs of gocql and ours under one budget")
 	fs.BoolVar(&cfg.verbose, "v", false, "also log gocql's and the control connection's messages to stderr")
 	if err := parseFlags(fs, args); err != nil {
 		return cfg, err

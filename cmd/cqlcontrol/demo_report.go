@@ -89,26 +89,27 @@ func (d *demoRun) report(phase string, v demoView) {
 // demoResult is the demo's report; the JSON keys are the ones documented in the README.
 // Durations are in seconds; a recovery that was not seen within the wait is null.
 type demoResult struct {
-	Nodes                   int      `json:"nodes"`
-	Port                    int      `json:"port"`
-	OutageRequestedS        float64  `json:"outage_requested_s"`
-	OutageS                 float64  `json:"outage_s"`       // ground truth: first node stopped to first node accepting
-	AllNodesUpS             float64  `json:"all_nodes_up_s"` // after ready
-	ControlconnRecoveryS    *float64 `json:"controlconn_recovery_s"`
-	GocqlControlRecoveryS   *float64 `json:"gocql_control_recovery_s"`
-	GocqlDatapathRecoveryS  *float64 `json:"gocql_datapath_recovery_s"`  // first read answered
-	GocqlDatapathAllHostsS  *float64 `json:"gocql_datapath_all_hosts_s"` // every host usable
-	WaitedS                 float64  `json:"waited_s"`                   // how long after ready the demo watched
-	ControlconnDials        int      `json:"controlconn_dials"`          // our dials in the outage
-	ControlconnAttempts     int      `json:"controlconn_attempts"`       // our reconnection attempts in the outage
-	ControlconnReArmed      bool     `json:"controlconn_rearmed"`        // back through a re-arm by gocql's host events
-	ControlconnEvidenceS    *float64 `json:"controlconn_evidence_s"`     // first such evidence, after ready
-	GocqlControlDials       int      `json:"gocql_control_dials"`        // gocql control-connection dials in the outage
-	GocqlPoolDials          int      `json:"gocql_pool_dials"`           // gocql pool dials in the outage
-	GocqlReconnectIntervalS float64  `json:"gocql_reconnect_interval_s"`
-	RecoveryPromiseS        float64  `json:"recovery_promise_s"`
-	ContractMet             bool     `json:"contract_met"`
-	Seed                    uint64   `json:"seed"`
+	Nodes                   int           `json:"nodes"`
+	Port                    int           `json:"port"`
+	OutageRequestedS        float64       `json:"outage_requested_s"`
+	OutageS                 float64       `json:"outage_s"`       // ground truth: first node stopped to first node accepting
+	AllNodesUpS             float64       `json:"all_nodes_up_s"` // after ready
+	ControlconnRecoveryS    *float64      `json:"controlconn_recovery_s"`
+	GocqlControlRecoveryS   *float64      `json:"gocql_control_recovery_s"`
+	GocqlDatapathRecoveryS  *float64      `json:"gocql_datapath_recovery_s"`  // first read answered
+	GocqlDatapathAllHostsS  *float64      `json:"gocql_datapath_all_hosts_s"` // every host usable
+	WaitedS                 float64       `json:"waited_s"`                   // how long after ready the demo watched
+	ControlconnDials        int           `json:"controlconn_dials"`          // our dials in the outage
+	ControlconnAttempts     int           `json:"controlconn_attempts"`       // our reconnection attempts in the outage
+	ControlconnReArmed      bool          `json:"controlconn_rearmed"`        // back through a re-arm by gocql's host events
+	ControlconnEvidenceS    *float64      `json:"controlconn_evidence_s"`     // first such evidence, after ready
+	GocqlControlDials       int           `json:"gocql_control_dials"`        // gocql control-connection dials in the outage
+	GocqlPoolDials          int           `json:"gocql_pool_dials"`           // gocql pool dials in the outage
+	GocqlReconnectIntervalS float64       `json:"gocql_reconnect_interval_s"`
+	RecoveryPromiseS        float64       `json:"recovery_promise_s"`
+	ContractMet             bool          `json:"contract_met"`
+	Seed                    uint64        `json:"seed"`
+	Governed                *demoGoverned `json:"governed,omitempty"` // --govern only
 }
 
 func (d *demoRun) result(v demoView) *demoResult {
@@ -139,6 +140,7 @@ func (d *demoRun) result(v demoView) *demoResult {
 		GocqlReconnectIntervalS: seconds(d.cfg.gocqlReconnect),
 		RecoveryPromiseS:        seconds(demoRecoveryPromise),
 		Seed:                    d.cfg.seed,
+		Governed:                d.governedResult(v),
 	}
 	if !t.allUpAt.IsZero() {
 		r.AllNodesUpS = seconds(t.allUpAt.Sub(t.readyAt))
@@ -182,6 +184,15 @@ func (r *demoResult) writeTable(w io.Writer) error {
 	fmt.Fprintf(tw, "gocql data path: every host usable\t%s\t-\t-\n", allHosts)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if g := r.Governed; g != nil {
+		fmt.Fprintf(w, "\ngoverned (--govern): SYNs counted at the dialer during the outage, under one dial governor\n(the dials above are the dials gocql and ours asked for, refused ones included)\n")
+		tw = tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+		fmt.Fprintln(tw, "gocql control connection\tgocql pools\tcqlcontrol\tgoverned total\trefused by the governor (no SYN)")
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\n", g.GocqlControlSYNs, g.GocqlPoolSYNs, g.ControlconnSYNs, g.TotalSYNs, g.Refused)
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	ours := "not back"
 	if r.ControlconnRecoveryS != nil {

@@ -36,6 +36,7 @@ type demoRun struct {
 	ours     *ourRecorder
 	gocql    *gocqlRecorder
 	probe    *dataPathProbe
+	syns     *synCounter         // --govern only
 	cadence  controlconn.Cadence // with defaults, for the report
 	simNodes []*cqlsim.Node
 
@@ -154,10 +155,12 @@ func (d *demoRun) setup(ctx context.Context) error {
 		cluster.Logger = log.New(d.log, "gocql ", log.Lmicroseconds)
 		opts = append(opts, controlconn.WithLogger(slog.New(slog.NewTextHandler(d.log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
+	opts = append(opts, d.govern(cluster)...)
 	// Everything else is gocql's default and ours: the demo shows what users get.
 	if d.cc, err = controlconn.New(cluster, controlconn.Cadence{}, opts...); err != nil {
 		return err
 	}
+	d.cfg.gocqlReconnect = cluster.ReconnectInterval // the governor shortens gocql's default
 	// After New: its listener is installed. CreateSession takes no context: it runs on a
 	// goroutine of its own, abandoned (its session closed when it comes) if ctx ends first.
 	setPhase(ctx, "while waiting for gocql's CreateSession")
@@ -313,6 +316,8 @@ type demoView struct {
 	gocqlCtlDials  int       // control-connection dials started in the outage
 	gocqlPoolDials int       // pool dials started in the outage
 
+	synsOurs, synsGocqlControl, synsGocqlPool int // --govern: SYNs counted at the dialer in the outage
+
 	dataUsable  int       // hosts whose latest read answered
 	dataFirstAt time.Time // first read answered after the cluster went down
 	dataAllAt   time.Time // every host has answered a read after the cluster went down
@@ -335,6 +340,7 @@ func (d *demoRun) view() demoView {
 	}
 	d.ours.summarize(&v, from, to, v.truth.downAt)
 	d.gocql.summarize(&v, from, to, v.truth.downAt)
+	d.syns.summarize(&v, from, to)
 	d.probe.summarize(&v, v.truth.downAt)
 	return v
 }
