@@ -36,14 +36,8 @@ func TestFullRestartWithAuthenticationBackAfterQuorum(t *testing.T) {
 	cluster := gocqlCluster(sim)
 	cluster.Authenticator = gocql.PasswordAuthenticator{Username: user, Password: pass}
 	rec := newRecorder()
-	cc, err := controlconn.New(cluster, controlconn.Cadence{StableAfter: restartStableAfter},
+	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, cc.Close()) }()
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	startCC(t, cc, 10*time.Second)
 
 	var back latencies
 	for i := range restarts {

@@ -83,16 +83,10 @@ func TestContainerNetworkFaults(t *testing.T) {
 	cluster := gocqlClusterOf(ips, 9042)
 	gate := &ctrGate{}
 	cluster.Dialer = gate
-	cc, err := controlconn.New(cluster, controlconn.Cadence{
+	cc, session := attachSession(t, cluster, controlconn.Cadence{
 		HeartbeatInterval: ctrHeartbeatInterval, HeartbeatTimeout: ctrHeartbeatTimeout,
 		ConnectTimeout: 2 * time.Second, StableAfter: time.Second, DelayCap: 3 * time.Second,
-	})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, cc.Close()) }()
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	startCC(t, cc, 30*time.Second)
+	}, 30*time.Second)
 	ctrSettled(t, cc, truth, "start")
 
 	detectWithin := ctrHeartbeatInterval + ctrHeartbeatTimeout + ctrDetectMargin
@@ -171,16 +165,10 @@ func TestContainerNetworkFaults(t *testing.T) {
 		gcluster := gocqlClusterOf(ips, 9042)
 		gdials := &countingDialer{}
 		gcluster.Dialer = gdials
-		gcc, err := controlconn.New(gcluster, controlconn.Cadence{
+		gcc, gsession := attachSession(t, gcluster, controlconn.Cadence{
 			HeartbeatInterval: ctrHeartbeatInterval, HeartbeatTimeout: ctrHeartbeatTimeout,
 			ConnectTimeout: 2 * time.Second, StableAfter: time.Second, DelayCap: 3 * time.Second,
-		}, controlconn.WithDialGovernor(controlconn.Governor{}))
-		require.NoError(t, err)
-		defer func() { require.NoError(t, gcc.Close()) }()
-		gsession, err := gcluster.CreateSession()
-		require.NoError(t, err)
-		defer gsession.Close()
-		startCC(t, gcc, 30*time.Second)
+		}, 30*time.Second, controlconn.WithDialGovernor(controlconn.Governor{}))
 		waitStable(t, cc, 1100*time.Millisecond)
 		waitStable(t, gcc, 1100*time.Millisecond)
 		stopAt := time.Now()

@@ -41,15 +41,8 @@ func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 	cluster := gocqlCluster(sim)
 	rec := newRecorder()
-	cc, err := controlconn.New(cluster, controlconn.Cadence{StableAfter: restartStableAfter},
+	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, cc.Close()) }()
-	// After New: the listener is in cluster's policy now, so this session feeds evidence.
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	startCC(t, cc, 10*time.Second)
 
 	var back latencies
 	rearmed := 0

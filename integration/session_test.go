@@ -52,14 +52,8 @@ func TestGocqlSessionWorksThroughRestart(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3})
 	cluster := gocqlCluster(sim)
 	events := &hostEventCounter{received: map[string]int{}}
-	cc, err := controlconn.New(cluster, controlconn.Cadence{StableAfter: 500 * time.Millisecond},
+	cc, session := attachSession(t, cluster, controlconn.Cadence{StableAfter: 500 * time.Millisecond}, 10*time.Second,
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: events}))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, cc.Close()) }()
-	session, err := cluster.CreateSession()
-	require.NoError(t, err)
-	defer session.Close()
-	startCC(t, cc, 10*time.Second)
 
 	require.NoError(t, session.Query(`CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 3}`).Exec())
 	require.NoError(t, session.Query(`CREATE TABLE ks.kv (k text PRIMARY KEY, v int)`).Exec())

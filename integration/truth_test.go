@@ -151,6 +151,23 @@ func startCC(t *testing.T, cc *controlconn.ControlConnection, within time.Durati
 	require.NoError(t, cc.Start(ctx))
 }
 
+// attachSession is an application's setup: a control connection built with New from cluster
+// (so that the listener is in cluster's policy), then a gocql session from cluster, which feeds
+// it, then the control connection started and connected within within. Both are closed when the
+// test ends, the session first.
+func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, within time.Duration,
+	opts ...controlconn.Option) (*controlconn.ControlConnection, *gocql.Session) {
+	t.Helper()
+	cc, err := controlconn.New(cluster, cad, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, cc.Close()) })
+	session, err := cluster.CreateSession()
+	require.NoError(t, err)
+	t.Cleanup(session.Close)
+	startCC(t, cc, within)
+	return cc, session
+}
+
 // waitStable sleeps until cc's current connection has been up for d: a loss after that starts
 // a fresh recovery (first attempt at once) instead of continuing the previous one's backoff.
 func waitStable(t *testing.T, cc *controlconn.ControlConnection, d time.Duration) {
