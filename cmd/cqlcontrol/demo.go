@@ -2,8 +2,9 @@ package main
 
 // "cqlcontrol demo", one file per step: demo_flags.go (flags), demo_run.go (the run loop:
 // cluster, sessions, restart, watch), demo_recorders.go (what our control connection and gocql
-// did), demo_hostpin.go (the host-pin policy), demo_probe.go (the data-path probe) and
-// demo_report.go (progress lines and the final table or JSON).
+// did), demo_govern.go (--govern: the governor and the SYNs under it), demo_probe.go (the
+// data-path probe) and demo_report.go (progress lines and the final table or JSON). The dial
+// counting and host pinning are internal/clientprobe's, shared with the integration suite.
 
 import (
 	"context"

@@ -7,6 +7,8 @@ import (
 
 	"github.com/scylladb/gocqlx/v2"
 	"github.com/scylladb/gocqlx/v2/table"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 )
 
 // The data path probe reads one row through each host this often, each read bounded by
@@ -76,7 +78,7 @@ func (p *dataPathProbe) loop(ctx context.Context, hostID string) {
 }
 
 func (p *dataPathProbe) read(ctx context.Context, hostID string) {
-	qctx, cancel := context.WithTimeout(withPinnedHost(ctx, hostID), probeTimeout)
+	qctx, cancel := context.WithTimeout(clientprobe.WithHost(ctx, hostID), probeTimeout)
 	defer cancel()
 	start := time.Now()
 	var row kvRow

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -10,6 +8,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/metrics"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
@@ -84,70 +83,33 @@ func (r *ourRecorder) summarize(v *demoView, from, to, downAt time.Time) {
 func countWithin(ts []time.Time, from, to time.Time) int {
 	n := 0
 	for _, t := range ts {
-		if !t.Before(from) && t.Before(to) {
+		if clientprobe.Within(t, from, to) {
 			n++
 		}
 	}
 	return n
 }
 
-// gocqlRecorder is gocql's ConnectObserver: it sees every connection gocql dials, pools and
-// control connection alike, with its outcome. ObserveConnect runs on the dialling goroutine,
-// so the call stack says which part of gocql dialled (see dialledByControlConn). dials is
-// appended by gocql's goroutines and read by the demo's.
-type gocqlRecorder struct {
-	mu    sync.Mutex
-	dials []gocqlDial
-}
-
-type gocqlDial struct {
-	start, end time.Time
-	ok         bool
-	control    bool
-}
-
-func (r *gocqlRecorder) ObserveConnect(o gocql.ObservedConnect) {
-	dial := gocqlDial{start: o.Start, end: o.End, ok: o.Err == nil, control: dialledByControlConn()}
-	r.mu.Lock()
-	r.dials = append(r.dials, dial)
-	r.mu.Unlock()
-}
-
-// dialledByControlConn reports whether gocql's control connection is dialling: its methods
-// (connect, reconnect, attemptReconnectToAnyOfHosts in v1.7.0) are on the calling goroutine's
-// stack. Pools dial from (*hostConnPool).connect instead. gocql exports no other way to tell
-// them apart before a connection exists, and refused dials never get that far.
-func dialledByControlConn() bool {
-	var pcs [64]uintptr
-	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs[:])])
-	for {
-		f, more := frames.Next()
-		if strings.HasPrefix(f.Function, "github.com/gocql/gocql.(*controlConn).") {
-			return true
-		}
-		if !more {
-			return false
-		}
-	}
-}
+// gocqlRecorder is gocql's ConnectObserver (clientprobe.Connects): every connection gocql
+// dialled, pools and control connection told apart, with its outcome.
+type gocqlRecorder struct{ clientprobe.Connects }
 
 func (r *gocqlRecorder) summarize(v *demoView, from, to, downAt time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	v.gocqlUp = true
-	for _, dl := range r.dials {
-		if !dl.control {
-			if !from.IsZero() && !dl.start.Before(from) && dl.start.Before(to) {
+	for _, dl := range r.All() {
+		inWindow := !from.IsZero() && clientprobe.Within(dl.Start, from, to)
+		if dl.By != clientprobe.GocqlControl {
+			if inWindow {
 				v.gocqlPoolDials++
 			}
 			continue
 		}
-		v.gocqlUp = dl.ok
-		if !from.IsZero() && !dl.start.Before(from) && dl.start.Before(to) {
+		v.gocqlUp = dl.Err == nil
+		if inWindow {
 			v.gocqlCtlDials++
 		}
-		if dl.ok && !downAt.IsZero() && !dl.start.Before(downAt) && v.gocqlBackAt.IsZero() {
-			v.gocqlBackAt = dl.end
+		if dl.Err == nil && !downAt.IsZero() && !dl.Start.Before(downAt) && v.gocqlBackAt.IsZero() {
+			v.gocqlBackAt = dl.End
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/metrics"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
@@ -143,7 +144,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 	cluster.Port = sim.Port() // gocql gives every peer ClusterConfig.Port
 	cluster.ReconnectInterval = d.cfg.gocqlReconnect
 	cluster.ConnectObserver = d.gocql
-	cluster.PoolConfig.HostSelectionPolicy = newHostPinPolicy(gocql.RoundRobinHostPolicy())
+	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
 	cluster.Logger = log.New(io.Discard, "", 0)
 	opts := []controlconn.Option{
 		controlconn.WithObserver(d.ours),
