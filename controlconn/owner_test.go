@@ -17,8 +17,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
