@@ -103,7 +103,7 @@ func (d *badPeerDialer) addBadRow(rows *message.RowsResult) {
 func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		// Served by the first node (the only contact point): the other two, and a bad row.
 		d := &badPeerDialer{t: t, c: c, addr: c.Node(0).Addr(), bad: c.Node(2)}
 		obs := &skipRecorder{}

@@ -153,7 +153,7 @@ func servedAndOther(t *testing.T, c *cqlsim.Cluster, cc *ControlConnection) (ser
 func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		start := time.Now()
 		startCC(t, cc)
@@ -184,7 +184,7 @@ func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -209,7 +209,7 @@ func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -242,7 +242,7 @@ func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
@@ -285,7 +285,7 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
@@ -324,7 +324,7 @@ func (o *countingReconnectObserver) ReArmSuppressed(reconnect.Reason, reconnect.
 func TestControlRequestsWaitForReconnect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -371,7 +371,7 @@ func TestControlRequestsWaitForReconnect(t *testing.T) {
 func TestQueryWithValuesIsPrepared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(1)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -403,7 +403,7 @@ func TestServerEventsReachSubscribers(t *testing.T) {
 		cfg := joiningConfig(3)
 		cfg.DataCenters = []string{"dc1", "dc1", "dc1", "dc2"} // the fourth node, added below, is in dc2
 		c := startMem(t, cfg)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -442,7 +442,7 @@ func TestServerEventsReachSubscribers(t *testing.T) {
 func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -467,7 +467,7 @@ func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 func TestPeriodicRefreshReusesConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
 		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, WithObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -540,7 +540,7 @@ func (o *countingObserver) Heartbeat(_ Endpoint, _ time.Duration, err error) {
 func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
 		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, WithObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -569,7 +569,7 @@ func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		// Hosts 10.0.0.1 and .2 are contact points listed first, but blackholed: they accept
 		// connections and never answer.
 		c.Node(0).Mute(true)
@@ -591,7 +591,7 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 		cfg := memConfig(1)
 		cfg.Username, cfg.Password = "u", "right"
 		l := startMem(t, cfg)
-		defer l.Close()
+		defer func() { assert.NoError(t, l.Close()) }()
 		ccfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
 			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
 		cc, err := NewWithConfig(ccfg, WithRand(half))
@@ -617,7 +617,7 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 func TestCloseIsPromptFromAnyState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newCluster(1)
-		defer l.Close()
+		defer func() { assert.NoError(t, l.Close()) }()
 		l.Node(0).Stop()
 		d := &trackingDialer{d: l}
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: d}}
@@ -760,7 +760,7 @@ func TestPeersV2FallbackRememberedPerConnection(t *testing.T) {
 		cfg := memConfig(2)
 		cfg.ReleaseVersion, cfg.NoPeersV2 = "4.0.11", true
 		c := startMem(t, cfg)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -790,7 +790,7 @@ func (r *sourceRecorder) Received(e hostevents.Event) {
 func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		rec := &sourceRecorder{}
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{Observer: rec})
 		require.NoError(t, err)
@@ -834,7 +834,7 @@ func (r *reasonRecorder) AttemptStarted(a reconnect.Attempt) {
 func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()

@@ -32,7 +32,7 @@ import (
 func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		down := c.Node(1)
 		down.Stop()
 		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: c}}
@@ -54,7 +54,7 @@ func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -82,7 +82,7 @@ func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
 func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -125,7 +125,7 @@ func (d *tlsFailDialer) DialContext(ctx context.Context, network, addr string) (
 func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		d := &tlsFailDialer{c: c}
 		d.fail.Store(c.Node(2).Addr()) // up, but its certificate does not verify
 		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: d}}
@@ -149,7 +149,7 @@ func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 func TestFullRestartDeliversWhatChangedToSubscribers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)

@@ -62,7 +62,7 @@ func (v *verdicts) counts() (accepted, suppressed int) {
 func TestHostUpReadyWithTheLossIsNotDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		v := &verdicts{}
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 10 * time.Second}}, WithReconnectObserver(v))
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -109,7 +109,7 @@ func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
 		q := testQueue(t)
 		cad := Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}, ConnectTimeout: 5 * time.Second}
 		c, cc := blackholedOutage(t, cad, WithHostEvents(q))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(time.Second) // the first attempt is waiting for node 3
 		require.Equal(t, reconnect.StateAttempting, cc.Status().State)
@@ -132,7 +132,7 @@ func TestBlindLatenessWithABlackholedHostStaysWithinDelayCap(t *testing.T) {
 		v := &verdicts{}
 		cad := Cadence{Policy: reconnect.Constant{Interval: time.Minute}, ConnectTimeout: 5 * time.Second} // DelayCap 30 s binds
 		c, cc := blackholedOutage(t, cad, WithReconnectObserver(v))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(300 * time.Millisecond) // the first attempt has dialled nodes 1 and 2 (refused) within a stagger
 		require.NoError(t, c.Node(0).Start())
@@ -153,7 +153,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v := &verdicts{}
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}}, WithReconnectObserver(v))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -185,7 +185,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q)) // the default cadence
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -227,7 +227,7 @@ func testQueue(t *testing.T) *hostevents.Queue {
 func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim := startMem(t, v3Config())
-		defer sim.Close()
+		defer func() { assert.NoError(t, sim.Close()) }()
 		node := refusalStreamDialer{slowDialer{c: sim, slow: map[string]time.Duration{"10.0.0.1:9042": 3 * time.Second}}}
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
 		cc, err := NewWithConfig(cfg)

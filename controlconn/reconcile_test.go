@@ -65,7 +65,7 @@ func (g *gate) DialContext(ctx context.Context, network, addr string) (net.Conn,
 func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(4)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -111,7 +111,7 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 func TestEventDuringProbeWinsOverIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		g := &gate{c: c, held: map[string]chan struct{}{}}
 		cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: g}}
 		cc, err := NewWithConfig(cfg, WithRand(half))

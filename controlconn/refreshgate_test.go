@@ -54,7 +54,7 @@ func TestRefreshGateSpacesStarts(t *testing.T) {
 func TestEventStormCoalescesRefreshes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)

@@ -29,7 +29,7 @@ import (
 func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim := newCluster(1)
-		defer sim.Close()
+		defer func() { assert.NoError(t, sim.Close()) }()
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim, HeartbeatInterval: -1})
 		require.NoError(t, err)
 		defer func() { _ = c.Close() }()
@@ -98,7 +98,7 @@ func (c *stallConn) Write(b []byte) (int, error) {
 func TestStuckWriteDoesNotDelayTheHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim := newCluster(1)
-		defer sim.Close()
+		defer func() { assert.NoError(t, sim.Close()) }()
 		d := &stallDialer{sim: sim}
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{
 			Dialer: d, HeartbeatInterval: 30 * time.Second, HeartbeatTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
