@@ -1,16 +1,18 @@
 package controlconn
 
 import (
-	"strings"
+	"bytes"
+	"context"
+	"net"
 	"sync"
 	"testing"
 	"testing/synctest"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
+	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
-	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -34,35 +36,78 @@ func (r *skipRecorder) ReplyDropped(Endpoint) {
 	r.dropped++
 }
 
+// badPeerDialer dials through c; on connections to addr, every system.peers result gets one
+// more row: a copy of bad's row with another host ID and the token "xyz", as a node whose
+// system.peers holds a corrupt entry serves it.
+type badPeerDialer struct {
+	t    *testing.T
+	c    *cqlsim.Cluster
+	addr string
+	bad  *cqlsim.Node
+}
+
+func (d *badPeerDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := d.c.DialContext(ctx, network, addr)
+	if err != nil || addr != d.addr {
+		return nc, err
+	}
+	return &badPeerConn{Conn: nc, d: d, codec: frame.NewCodec()}, nil
+}
+
+// badPeerConn decodes what the node sends and hands it on re-encoded, system.peers results
+// with the bad row added. Only its reader goroutine reads it.
+type badPeerConn struct {
+	net.Conn
+	d     *badPeerDialer
+	codec frame.Codec
+	buf   bytes.Buffer
+}
+
+func (c *badPeerConn) Read(b []byte) (int, error) {
+	for c.buf.Len() == 0 {
+		f, err := c.codec.DecodeFrame(c.Conn)
+		if err != nil {
+			return 0, err
+		}
+		if rows, ok := f.Body.Message.(*message.RowsResult); ok && len(rows.Metadata.Columns) > 0 &&
+			rows.Metadata.Columns[0].Keyspace == "system" && rows.Metadata.Columns[0].Table == "peers" {
+			c.d.addBadRow(rows)
+		}
+		if err := c.codec.EncodeFrame(f, &c.buf); err != nil {
+			return 0, err
+		}
+	}
+	return c.buf.Read(b)
+}
+
+func (d *badPeerDialer) addBadRow(rows *message.RowsResult) {
+	col := map[string]int{}
+	for i, c := range rows.Metadata.Columns {
+		col[c.Name] = i
+	}
+	for _, r := range rows.Data {
+		if bytes.Equal(r[col["peer"]], d.bad.IP()) {
+			bad := append(message.Row(nil), r...)
+			bad[col["peer"]] = encodeCell(d.t, datatype.Inet, d.bad.IP().To16())
+			bad[col["host_id"]] = encodeCell(d.t, datatype.Uuid, "00000000-0000-4000-8000-000000000099")
+			bad[col["tokens"]] = encodeCell(d.t, datatype.NewSet(datatype.Varchar), []string{"xyz"})
+			rows.Data = append(rows.Data, bad)
+			return
+		}
+	}
+}
+
 // Issue 10, item 2, end to end. system.peers has a row with the token "xyz" beside two good
 // ones: the control connection comes up with the other two hosts (before the fix Start never
 // succeeded: the whole refresh was rejected) and reports the row in Status and to the observer.
 func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var c *memcluster.Cluster
-		peers := []memcluster.Column{
-			{Name: "peer", Type: datatype.Inet}, {Name: "host_id", Type: datatype.Uuid}, {Name: "rpc_address", Type: datatype.Inet},
-			{Name: "data_center", Type: datatype.Varchar}, {Name: "rack", Type: datatype.Varchar},
-			{Name: "tokens", Type: datatype.NewSet(datatype.Varchar)},
-		}
-		c = memcluster.New(memcluster.Config{Nodes: 3, ClusterName: fakeClusterName,
-			OnQuery: func(q string, _ []*primitive.Value) message.Message {
-				if !strings.Contains(q, "system.peers") || strings.Contains(q, "peers_v2") {
-					return nil
-				}
-				// Served by node 1 (the only contact point): nodes 2 and 3, and a bad row.
-				var rows [][]any
-				for _, n := range []int{2, 3} {
-					m := c.Member(n)
-					rows = append(rows, []any{m.IP, m.HostID, m.IP, m.DC, "rack1", []string{"9" + m.HostID[len(m.HostID)-1:]}})
-				}
-				bad := c.Member(3)
-				rows = append(rows, []any{bad.IP.To16(), "00000000-0000-4000-8000-000000000099", bad.IP, bad.DC, "rack1", []string{"xyz"}})
-				return memcluster.Rows(peers, rows)
-			}})
-		defer c.Close()
+		c := newCluster(3)
+		defer func() { assert.NoError(t, c.Close()) }()
+		// Served by the first node (the only contact point): the other two, and a bad row.
+		d := &badPeerDialer{t: t, c: c, addr: c.Node(0).Addr(), bad: c.Node(2)}
 		obs := &skipRecorder{}
-		cfg := Config{ContactPoints: c.ContactPoints()[:1], Conn: ConnConfig{Dialer: c}}
+		cfg := Config{ContactPoints: c.ContactPoints()[:1], Conn: ConnConfig{Dialer: d}}
 		cc, err := NewWithConfig(cfg, WithRand(half), WithObserver(obs))
 		require.NoError(t, err)
 		defer func() { _ = cc.Close() }()

@@ -57,7 +57,7 @@ func TestEvidenceIndexMatchesScan(t *testing.T) {
 // distinct hosts that are all known and all down (each has a failed dial on record).
 func onBatchTime(t testing.TB, n int) time.Duration {
 	c := newCluster(1)
-	defer c.Close()
+	defer func() { assert.NoError(t, c.Close()) }()
 	cc, err := NewWithConfig(Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}}, WithRand(rand.Float64))
 	require.NoError(t, err)
 	defer func() { _ = cc.Close() }()
@@ -120,7 +120,7 @@ func floodDuration(t *testing.T) time.Duration {
 // of these hosts kept the owner busy for seconds, and Close with it.
 func TestCloseIsPromptDuringHostEventFlood(t *testing.T) {
 	c := newCluster(1)
-	defer c.Close()
+	defer func() { assert.NoError(t, c.Close()) }()
 	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 	require.NoError(t, err)
 	defer func() { _ = q.Close() }()

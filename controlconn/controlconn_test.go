@@ -3,16 +3,17 @@ package controlconn
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
-	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
@@ -26,12 +27,86 @@ func half() float64 { return 0.5 }
 // fakeClusterName is the cluster_name the in-memory clusters of these tests report.
 const fakeClusterName = "fake"
 
-// newCluster starts an in-memory cluster of n running nodes (10.0.0.1:9042, ...).
-func newCluster(n int) *memcluster.Cluster {
-	return memcluster.New(memcluster.Config{Nodes: n, ClusterName: fakeClusterName})
+// quiet is a gossip delay longer than any test: the simulated nodes announce nothing by
+// themselves, so the events a control connection gets are the ones its test pushes.
+const quiet = 1000 * time.Hour
+
+// memConfig is an in-memory cqlsim cluster of n nodes at 10.0.0.1:9042, 10.0.0.2:9042, ...,
+// one token each, whose gossip is quiet.
+func memConfig(n int) cqlsim.Config {
+	return cqlsim.Config{Nodes: n, BaseIP: "10.0.0.1", ClusterName: fakeClusterName, TokensPerNode: 1,
+		GossipDelay: quiet, StopAnnounceDelay: quiet, KillDetectDelay: quiet}
 }
 
-func newTestCC(t *testing.T, c *memcluster.Cluster, cad Cadence, opts ...Option) *ControlConnection {
+// startMem starts cfg in memory (inside the test's synctest bubble, if any); the test closes it.
+func startMem(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
+	t.Helper()
+	c, err := cqlsim.StartInMemory(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+// newCluster starts an in-memory cluster of n running nodes (memConfig); the test closes it.
+func newCluster(n int) *cqlsim.Cluster {
+	c, err := cqlsim.StartInMemory(memConfig(n))
+	if err != nil {
+		panic(err) // memConfig is valid for every n >= 0
+	}
+	return c
+}
+
+// joiningConfig is memConfig whose nodes join at once: a node added (or started) is listed by
+// the others' system tables, and announced NEW_NODE and UP, in the same instant.
+func joiningConfig(n int) cqlsim.Config {
+	cfg := memConfig(n)
+	cfg.GossipDelay = -1
+	return cfg
+}
+
+// trackingDialer dials through d and counts the connections it made that the client has not
+// closed (a muted node does not read, so it cannot tell).
+type trackingDialer struct {
+	d    gocql.Dialer
+	open atomic.Int32
+}
+
+func (t *trackingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	nc, err := t.d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	t.open.Add(1)
+	return &trackedConn{Conn: nc, t: t}, nil
+}
+
+// Open is the number of connections dialled and not closed yet.
+func (t *trackingDialer) Open() int { return int(t.open.Load()) }
+
+type trackedConn struct {
+	net.Conn
+	t    *trackingDialer
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() { c.t.open.Add(-1) })
+	return c.Conn.Close()
+}
+
+// stopAllBut stops every node of c but keep, the node the control connection is on last, so
+// that its reconnect finds the others already refusing.
+func stopAllBut(c *cqlsim.Cluster, keep, control *cqlsim.Node) {
+	for _, n := range c.Nodes() {
+		if n != keep && n != control {
+			n.Stop()
+		}
+	}
+	if control != keep {
+		control.Stop()
+	}
+}
+
+func newTestCC(t *testing.T, c *cqlsim.Cluster, cad Cadence, opts ...Option) *ControlConnection {
 	t.Helper()
 	cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}, Cadence: cad}
 	cc, err := NewWithConfig(cfg, append([]Option{WithRand(half)}, opts...)...)
@@ -53,30 +128,32 @@ func connectedHost(t *testing.T, cc *ControlConnection) Endpoint {
 	return st.Host
 }
 
-func nodeNumber(c *memcluster.Cluster, ep Endpoint) int {
-	for _, m := range c.Members() {
-		if m.Addr() == ep.Addr {
-			return m.N
+// nodeAt is the node of c listening at ep, or nil.
+func nodeAt(c *cqlsim.Cluster, ep Endpoint) *cqlsim.Node {
+	for _, n := range c.Nodes() {
+		if n.Addr() == ep.Addr {
+			return n
 		}
 	}
-	return 0
+	return nil
 }
 
-// servedAndOther returns the node cc is connected to and another member, 1 or 2.
-func servedAndOther(t *testing.T, c *memcluster.Cluster, cc *ControlConnection) (*memcluster.Node, memcluster.Member) {
+// servedAndOther returns the node cc is connected to and another node, the first or second.
+func servedAndOther(t *testing.T, c *cqlsim.Cluster, cc *ControlConnection) (served, other *cqlsim.Node) {
 	t.Helper()
-	host := connectedHost(t, cc)
-	other := c.Member(1)
-	if other.Addr() == host.Addr {
-		other = c.Member(2)
+	served = nodeAt(c, connectedHost(t, cc))
+	require.NotNil(t, served)
+	other = c.Node(0)
+	if other == served {
+		other = c.Node(1)
 	}
-	return c.Node(nodeNumber(c, host)), other
+	return served, other
 }
 
 func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		start := time.Now()
 		startCC(t, cc)
@@ -88,12 +165,12 @@ func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 		assert.Equal(t, "fake", snap.ClusterName())
 		assert.Equal(t, 3, snap.Ring().Len())
 		host := connectedHost(t, cc)
-		n := nodeNumber(c, host)
-		require.NotZero(t, n)
-		assert.Equal(t, c.Member(n).HostID, host.HostID)
+		node := nodeAt(c, host)
+		require.NotNil(t, node)
+		assert.Equal(t, node.HostID(), host.HostID)
 		assert.Equal(t, "dc1", host.DC)
 		assert.Equal(t, primitive.ProtocolVersion4, cc.Status().Version)
-		assert.Equal(t, 1, c.Node(n).Registers())
+		assert.Equal(t, 1, node.Requests(primitive.OpCodeRegister))
 		assert.Len(t, c.Dials(), 1, "one dial when the first host answers")
 
 		require.NoError(t, cc.Close())
@@ -107,14 +184,14 @@ func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second) // > StableAfter (10 s)
 		first := connectedHost(t, cc)
 
-		c.Stop(nodeNumber(c, first))
+		nodeAt(c, first).Stop()
 		lostAt := time.Now()
 		synctest.Wait()
 		second := connectedHost(t, cc)
@@ -132,7 +209,7 @@ func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -141,7 +218,7 @@ func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 		c.StopAll()
 		lostAt := time.Now()
 		time.Sleep(5 * time.Second)
-		c.StartAll()
+		require.NoError(t, c.StartAll())
 		backAt := time.Now()
 
 		// Expected: the attempt at 0 fails, then delays 1 s, 1.15 s, 1.3225 s, ... until one
@@ -165,7 +242,7 @@ func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
@@ -179,10 +256,10 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 		require.Equal(t, reconnect.StateScheduled, cc.Status().State)
 		dialsBefore := len(c.Dials())
 
-		c.Start(2)
+		m := c.Node(1)
+		require.NoError(t, m.Start())
 		evidenceAt := time.Now()
-		m := c.Member(2)
-		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: m.HostID(), Addr: m.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		_, err = cc.WaitConnected(context.Background())
 		require.NoError(t, err)
 		took := time.Since(evidenceAt)
@@ -197,8 +274,8 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 		// The attempt dialled it alone; what follows are the post-reconnect state probes,
 		// one per other host (reconcile.go).
 		var others []string
-		for _, n := range []int{1, 3} {
-			others = append(others, c.Member(n).Addr())
+		for _, n := range []int{0, 2} {
+			others = append(others, c.Node(n).Addr())
 		}
 		assert.ElementsMatch(t, others, after[1:], "then each other host is probed once")
 	})
@@ -208,7 +285,7 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
@@ -216,8 +293,8 @@ func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q), WithReconnectObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
-		m := c.Member(2)
-		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		m := c.Node(1)
+		q.Push(hostevents.Event{HostID: m.HostID(), Addr: m.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		time.Sleep(time.Second)
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
@@ -247,7 +324,7 @@ func (o *countingReconnectObserver) ReArmSuppressed(reconnect.Reason, reconnect.
 func TestControlRequestsWaitForReconnect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -277,7 +354,7 @@ func TestControlRequestsWaitForReconnect(t *testing.T) {
 			queryDone = time.Now()
 		}()
 		time.Sleep(2 * time.Second)
-		c.StartAll()
+		require.NoError(t, c.StartAll())
 		backAt := time.Now()
 		wg.Wait()
 		require.NoError(t, refreshErr)
@@ -293,33 +370,27 @@ func TestControlRequestsWaitForReconnect(t *testing.T) {
 
 func TestQueryWithValuesIsPrepared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var got []string
-		var mu sync.Mutex
-		hook := func(q string, vals []*primitive.Value) message.Message {
-			if q != "SELECT v FROM ks.t WHERE k = ? AND j = ?" {
-				return nil // the system tables
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, v := range vals {
-				got = append(got, string(v.Contents))
-			}
-			return memcluster.Rows([]memcluster.Column{{Name: "v", Type: datatype.Varchar}}, [][]any{{"hello"}})
-		}
-		c := memcluster.New(memcluster.Config{Nodes: 1, ClusterName: fakeClusterName, OnQuery: hook})
-		defer c.Close()
+		c := newCluster(1)
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
+		// One row, found only if the values arrive bound in their order: k = 'a', j = 'b'.
+		for _, cql := range []string{
+			"CREATE KEYSPACE ks WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}",
+			"CREATE TABLE ks.t (k text, j text, v text, PRIMARY KEY (k, j))",
+			"INSERT INTO ks.t (k, j, v) VALUES ('a', 'b', 'hello')",
+			"INSERT INTO ks.t (k, j, v) VALUES ('b', 'a', 'swapped')",
+		} {
+			_, err := cc.Query(context.Background(), cql)
+			require.NoError(t, err, cql)
+		}
 		rows, err := cc.Query(context.Background(), "SELECT v FROM ks.t WHERE k = ? AND j = ?", "a", "b")
 		require.NoError(t, err)
 		require.Len(t, rows, 1)
 		v, err := rows[0].Text("v")
 		require.NoError(t, err)
-		assert.Equal(t, "hello", v)
-		mu.Lock()
-		assert.Equal(t, []string{"a", "b"}, got)
-		mu.Unlock()
+		assert.Equal(t, "hello", v, "the values were bound as k = 'a', j = 'b'")
 		_, err = cc.Query(context.Background(), "SELECT v FROM ks.t WHERE k = ? AND j = ?", "a")
 		assert.ErrorContains(t, err, "2 bind markers, got 1 values")
 	})
@@ -329,8 +400,10 @@ func TestQueryWithValuesIsPrepared(t *testing.T) {
 // a refresh on the same connection.
 func TestServerEventsReachSubscribers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(3)
-		defer c.Close()
+		cfg := joiningConfig(3)
+		cfg.DataCenters = []string{"dc1", "dc1", "dc1", "dc2"} // the fourth node, added below, is in dc2
+		c := startMem(t, cfg)
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -341,24 +414,25 @@ func TestServerEventsReachSubscribers(t *testing.T) {
 		served, other := servedAndOther(t, c, cc)
 
 		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
-			Address: &primitive.Inet{Addr: other.IP, Port: 9042}})
+			Address: &primitive.Inet{Addr: other.IP(), Port: 9042}})
 		ch := <-sub.C()
 		assert.Equal(t, metadata.HostDown, ch.Kind)
-		assert.Equal(t, other.HostID, ch.Host.HostID())
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID))
+		assert.Equal(t, other.HostID(), ch.Host.HostID())
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID()))
 
 		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
-			Address: &primitive.Inet{Addr: other.IP, Port: 9042}})
+			Address: &primitive.Inet{Addr: other.IP(), Port: 9042}})
 		ch = <-sub.C()
 		assert.Equal(t, metadata.HostUp, ch.Kind)
 
 		dials := len(c.Dials())
-		added := c.Add("dc2")
+		added, err := c.AddNode() // announced by gossip too, at once
+		require.NoError(t, err)
 		served.Push(&message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeTypeNewNode,
-			Address: &primitive.Inet{Addr: added.IP, Port: 9042}})
+			Address: &primitive.Inet{Addr: added.IP(), Port: 9042}})
 		ch = <-sub.C()
 		assert.Equal(t, metadata.HostAdded, ch.Kind)
-		assert.Equal(t, added.HostID, ch.Host.HostID())
+		assert.Equal(t, added.HostID(), ch.Host.HostID())
 		assert.Equal(t, "dc2", ch.Host.DataCenter())
 		assert.Len(t, c.Dials(), dials, "the refresh used the same connection")
 	})
@@ -367,8 +441,8 @@ func TestServerEventsReachSubscribers(t *testing.T) {
 // What changed while the control connection was down is emitted after it reconnects.
 func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(2)
-		defer c.Close()
+		c := startMem(t, joiningConfig(2))
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -379,11 +453,12 @@ func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 
 		c.StopAll()
 		synctest.Wait()
-		added := c.Add("dc1") // joins while we are down
-		c.StartAll()
+		added, err := c.AddNode() // joins while we are down
+		require.NoError(t, err)
+		require.NoError(t, c.StartAll())
 		ch := <-sub.C()
 		assert.Equal(t, metadata.HostAdded, ch.Kind)
-		assert.Equal(t, added.HostID, ch.Host.HostID())
+		assert.Equal(t, added.HostID(), ch.Host.HostID())
 		assert.Equal(t, 3, cc.Snapshot().Len())
 	})
 }
@@ -392,16 +467,16 @@ func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 func TestPeriodicRefreshReusesConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
 		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, WithObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
-		n := nodeNumber(c, connectedHost(t, cc))
-		before := c.Node(n).Queries()
+		node := nodeAt(c, connectedHost(t, cc))
+		before := node.Requests(primitive.OpCodeQuery)
 		time.Sleep(10*time.Second + time.Millisecond)
 		assert.Len(t, c.Dials(), 2, "one connection for the whole run, and one probe of the other host")
-		assert.Equal(t, 10*2, c.Node(n).Queries()-before, "10 refreshes x (local + peers)")
+		assert.Equal(t, 10*2, node.Requests(primitive.OpCodeQuery)-before, "10 refreshes x (local + peers)")
 		obs.mu.Lock()
 		defer obs.mu.Unlock()
 		assert.Equal(t, 1+10, obs.refreshed, "first refresh on connect + 10 periodic")
@@ -465,13 +540,13 @@ func (o *countingObserver) Heartbeat(_ Endpoint, _ time.Duration, err error) {
 func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
 		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, WithObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		first := connectedHost(t, cc)
-		c.Node(nodeNumber(c, first)).SetSilent(true)
+		nodeAt(c, first).Mute(true)
 		silentAt := time.Now()
 
 		time.Sleep(12*time.Second - time.Millisecond)
@@ -493,31 +568,33 @@ func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 // Two blackholed hosts first in the plan delay recovery by one stagger each, no more.
 func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(1)
-		defer c.Close()
-		// Hosts 10.0.0.1 and .2 are contact points listed first, but blackholed.
-		c.Blackhole("10.0.0.101:9042")
-		c.Blackhole("10.0.0.102:9042")
-		cfg := Config{ContactPoints: []string{"10.0.0.101", "10.0.0.102", "10.0.0.1"}, Conn: ConnConfig{Dialer: c}}
+		c := newCluster(3)
+		defer func() { assert.NoError(t, c.Close()) }()
+		// Hosts 10.0.0.1 and .2 are contact points listed first, but blackholed: they accept
+		// connections and never answer.
+		c.Node(0).Mute(true)
+		c.Node(1).Mute(true)
+		cfg := Config{ContactPoints: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, Conn: ConnConfig{Dialer: c}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		start := time.Now()
 		startCC(t, cc)
 		assert.Equal(t, 2*DefaultStaggerDelay, time.Since(start))
-		assert.Equal(t, "10.0.0.1:9042", connectedHost(t, cc).Addr)
+		assert.Equal(t, "10.0.0.3:9042", connectedHost(t, cc).Addr)
 	})
 }
 
 // Authentication rejected: classified, surfaced in Status, and not retried before DelayCap.
 func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := memcluster.New(memcluster.Config{})
-		defer l.Close()
-		l.Attach("10.0.0.1:9042", &memcluster.Node{Username: "u", Password: "right"})
-		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
+		cfg := memConfig(1)
+		cfg.Username, cfg.Password = "u", "right"
+		l := startMem(t, cfg)
+		defer func() { assert.NoError(t, l.Close()) }()
+		ccfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
 			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
-		cc, err := NewWithConfig(cfg, WithRand(half))
+		cc, err := NewWithConfig(ccfg, WithRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -539,9 +616,11 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 // Close returns promptly from every state: scheduled, attempting (blackholed), connected.
 func TestCloseIsPromptFromAnyState(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := memcluster.New(memcluster.Config{})
-		defer l.Close()
-		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l}}
+		l := newCluster(1)
+		defer func() { assert.NoError(t, l.Close()) }()
+		l.Node(0).Stop()
+		d := &trackingDialer{d: l}
+		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: d}}
 
 		// Scheduled: nothing answers.
 		cc, err := NewWithConfig(cfg)
@@ -554,8 +633,9 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		require.NoError(t, cc.Close())
 		assert.Equal(t, time.Duration(0), time.Since(start))
 
-		// Attempting: the only host is blackholed.
-		l.Blackhole("10.0.0.1:9042")
+		// Attempting: the only host is blackholed (it accepts connections and never answers).
+		require.NoError(t, l.Node(0).Start())
+		l.Node(0).Mute(true)
 		cc, err = NewWithConfig(cfg)
 		require.NoError(t, err)
 		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
@@ -566,7 +646,7 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		require.NoError(t, cc.Close())
 		assert.Equal(t, time.Duration(0), time.Since(start))
 		synctest.Wait()
-		assert.Equal(t, 0, l.Open(), "the attempt's dial was closed")
+		assert.Equal(t, 0, d.Open(), "the attempt's dial was closed")
 
 		// A request waiting for a connection is released with ErrClosed.
 		cc, err = NewWithConfig(cfg)
@@ -677,16 +757,18 @@ func TestNewInstallsListenerOnGocqlConfig(t *testing.T) {
 // system.peers, and the connection remembers it.
 func TestPeersV2FallbackRememberedPerConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := memcluster.New(memcluster.Config{Nodes: 2, ClusterName: fakeClusterName, ReleaseVersion: "4.0.11"})
-		defer c.Close()
+		cfg := memConfig(2)
+		cfg.ReleaseVersion, cfg.NoPeersV2 = "4.0.11", true
+		c := startMem(t, cfg)
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		require.NoError(t, cc.Refresh(context.Background()))
 		require.NoError(t, cc.Refresh(context.Background()))
-		assert.Equal(t, 3, c.Queried("system.local"))
-		assert.Equal(t, 1, c.Queried("system.peers_v2"), "tried once, then remembered")
-		assert.Equal(t, 3, c.Queried("system.peers"))
+		assert.Equal(t, 3, c.Selected("system.local"))
+		assert.Equal(t, 1, c.Selected("system.peers_v2"), "tried once, then remembered")
+		assert.Equal(t, 3, c.Selected("system.peers"))
 		assert.Equal(t, 2, cc.Snapshot().Len())
 	})
 }
@@ -708,7 +790,7 @@ func (r *sourceRecorder) Received(e hostevents.Event) {
 func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		rec := &sourceRecorder{}
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{Observer: rec})
 		require.NoError(t, err)
@@ -718,7 +800,7 @@ func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)
 		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
-			Address: &primitive.Inet{Addr: other.IP, Port: 9042}})
+			Address: &primitive.Inet{Addr: other.IP(), Port: 9042}})
 		synctest.Wait()
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
@@ -726,7 +808,7 @@ func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 		e := rec.events[0]
 		assert.Equal(t, hostevents.SourceControl, e.Source)
 		assert.Equal(t, hostevents.KindUp, e.Kind)
-		assert.Equal(t, other.HostID, e.HostID)
+		assert.Equal(t, other.HostID(), e.HostID)
 		assert.Equal(t, 9042, e.Port)
 	})
 }
@@ -752,7 +834,7 @@ func (r *reasonRecorder) AttemptStarted(a reconnect.Attempt) {
 func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
@@ -765,17 +847,17 @@ func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
 		c.StopAll()
 		time.Sleep(time.Second)
 
-		m1, m3 := c.Member(1), c.Member(3)
-		q.Push(hostevents.Event{HostID: m1.HostID, Addr: m1.IP, Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
+		m1, m3 := c.Node(0), c.Node(2)
+		q.Push(hostevents.Event{HostID: m1.HostID(), Addr: m1.IP(), Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
 		time.Sleep(time.Second) // re-armed attempt, fails (all down)
-		c.Start(3)
-		q.Push(hostevents.Event{HostID: m1.HostID, Addr: m1.IP, Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
-		q.Push(hostevents.Event{HostID: m3.HostID, Addr: m3.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		require.NoError(t, m3.Start())
+		q.Push(hostevents.Event{HostID: m1.HostID(), Addr: m1.IP(), Port: 9042, Kind: hostevents.KindAdded, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: m3.HostID(), Addr: m3.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		time.Sleep(time.Second)
 		assert.Equal(t, m3.Addr(), connectedHost(t, cc).Addr)
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		assert.Equal(t, []reconnect.Reason{reconnect.ReasonHostAdded, reconnect.ReasonHostUp}, rec.reasons)
-		assert.Equal(t, []string{m1.HostID, m3.HostID}, rec.hints)
+		assert.Equal(t, []string{m1.HostID(), m3.HostID()}, rec.hints)
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
+	"github.com/datastax/go-cassandra-native-protocol/datacodec"
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
@@ -103,6 +103,41 @@ func (s *hostileServer) close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+}
+
+// column is one column of a rows result.
+type column struct {
+	name string
+	typ  datatype.DataType
+}
+
+// rowsResult encodes rows (one Go value a column, of a type datacodec takes for it) as a ROWS
+// result of the columns cols.
+func rowsResult(t testing.TB, cols []column, rows [][]any) *message.RowsResult {
+	t.Helper()
+	md := &message.RowsMetadata{ColumnCount: int32(len(cols))}
+	for i, col := range cols {
+		md.Columns = append(md.Columns, &message.ColumnMetadata{Keyspace: "system", Table: "peers", Name: col.name, Index: int32(i), Type: col.typ})
+	}
+	res := &message.RowsResult{Metadata: md}
+	for _, r := range rows {
+		var row message.Row
+		for i, v := range r {
+			row = append(row, encodeCell(t, cols[i].typ, v))
+		}
+		res.Data = append(res.Data, row)
+	}
+	return res
+}
+
+// encodeCell encodes v as a cell of type typ in protocol v4.
+func encodeCell(t testing.TB, typ datatype.DataType, v any) []byte {
+	t.Helper()
+	codec, err := datacodec.NewCodec(typ)
+	require.NoError(t, err)
+	b, err := codec.Encode(v, primitive.ProtocolVersion4)
+	require.NoError(t, err)
+	return b
 }
 
 // rawHeader is a v4 response header for stream with opcode op announcing a body of length.
@@ -270,11 +305,11 @@ func TestStreamIDsRotate(t *testing.T) {
 // cluster with 256 vnodes a node (tokens of 19 or 20 digits, as Murmur3 tokens mostly are)
 // must fit several times over.
 func TestDefaultMaxFrameSizeFitsSystemPeersOf1000Nodes(t *testing.T) {
-	cols := []memcluster.Column{
-		{Name: "peer", Type: datatype.Inet}, {Name: "data_center", Type: datatype.Varchar}, {Name: "host_id", Type: datatype.Uuid},
-		{Name: "preferred_ip", Type: datatype.Inet}, {Name: "rack", Type: datatype.Varchar}, {Name: "release_version", Type: datatype.Varchar},
-		{Name: "rpc_address", Type: datatype.Inet}, {Name: "schema_version", Type: datatype.Uuid},
-		{Name: "tokens", Type: datatype.NewSet(datatype.Varchar)},
+	cols := []column{
+		{"peer", datatype.Inet}, {"data_center", datatype.Varchar}, {"host_id", datatype.Uuid},
+		{"preferred_ip", datatype.Inet}, {"rack", datatype.Varchar}, {"release_version", datatype.Varchar},
+		{"rpc_address", datatype.Inet}, {"schema_version", datatype.Uuid},
+		{"tokens", datatype.NewSet(datatype.Varchar)},
 	}
 	var rows [][]any
 	for n := range 1000 {
@@ -287,7 +322,7 @@ func TestDefaultMaxFrameSizeFitsSystemPeersOf1000Nodes(t *testing.T) {
 		rows = append(rows, []any{ip, "datacenter1", id, ip, "rack1", "4.1.3", ip, id, tokens})
 	}
 	var buf bytes.Buffer
-	f := frame.NewFrame(primitive.ProtocolVersion4, 1, memcluster.Rows(cols, rows))
+	f := frame.NewFrame(primitive.ProtocolVersion4, 1, rowsResult(t, cols, rows))
 	require.NoError(t, frame.NewCodec().EncodeFrame(f, &buf))
 	t.Logf("system.peers of 1,000 nodes x 256 vnodes: %.1f MiB; DefaultMaxFrameSize %d MiB", float64(buf.Len())/(1<<20), DefaultMaxFrameSize>>20)
 	assert.Less(t, buf.Len()*4, DefaultMaxFrameSize, "at least 4 times")

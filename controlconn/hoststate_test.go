@@ -20,8 +20,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -32,28 +32,29 @@ import (
 func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
-		c.Stop(2)
-		cfg := Config{ContactPoints: []string{c.Member(1).IP.String()}, Conn: ConnConfig{Dialer: c}}
+		defer func() { assert.NoError(t, c.Close()) }()
+		down := c.Node(1)
+		down.Stop()
+		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: c}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		sub, _, err := cc.Subscribe(16)
 		require.NoError(t, err)
 		startCC(t, cc)
-		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(2).HostID), "presumed up at first")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(down.HostID()), "presumed up at first")
 		time.Sleep(probeSpread)
 		synctest.Wait()
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(2).HostID), "found down by its probe")
-		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(3).HostID))
-		assert.Equal(t, []string{"host_down " + c.Member(2).HostID}, upDowns(sub), "subscribers got the host_down")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(down.HostID()), "found down by its probe")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Node(2).HostID()))
+		assert.Equal(t, []string{"host_down " + down.HostID()}, upDowns(sub), "subscribers got the host_down")
 	})
 }
 
 func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(2)
-		defer c.Close()
+		c := startMem(t, joiningConfig(2))
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -61,51 +62,56 @@ func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
 		synctest.Wait()
 		served, _ := servedAndOther(t, c, cc)
 
-		added := c.Add(memcluster.DefaultDC) // listed by the system tables from now on
-		c.Stop(added.N)                      // and stopped before our refresh lands
+		// Gossip's NEW_NODE and UP about the added node wait behind a mute of the control
+		// node, with the DOWN pushed below: all three reach us before the refresh they ask for.
+		served.Mute(true)
+		added, err := c.AddNode() // listed by the system tables from now on
+		require.NoError(t, err)
+		time.Sleep(time.Millisecond) // gossip has joined it
+		added.Stop()                 // and stopped before our refresh lands
 		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
-			Address: &primitive.Inet{Addr: added.IP, Port: memcluster.Port}})
+			Address: &primitive.Inet{Addr: added.IP(), Port: int32(c.Port())}})
+		served.Mute(false)
 		synctest.Wait()
-		_, listed := cc.Snapshot().Host(added.HostID)
+		_, listed := cc.Snapshot().Host(added.HostID())
 		require.True(t, listed, "the refresh the unknown host asked for added it")
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(added.HostID))
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(added.HostID()))
 	})
 }
 
 func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
-		servedN := nodeNumber(c, connectedHost(t, cc))
-		_, other := servedAndOther(t, c, cc)
-		var third memcluster.Member
-		for _, m := range c.Members() {
-			if m.N != servedN && m.N != other.N {
-				third = m
+		served, other := servedAndOther(t, c, cc)
+		var third *cqlsim.Node
+		for _, n := range c.Nodes() {
+			if n != served && n != other {
+				third = n
 			}
 		}
 		dials := len(c.Dials())
 		// Before the probes' moment: the session reports one host down and one up.
-		q.Push(hostevents.Event{HostID: other.HostID, Addr: other.IP, Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
-		q.Push(hostevents.Event{HostID: third.HostID, Addr: third.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: other.HostID(), Addr: other.IP(), Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: third.HostID(), Addr: third.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		time.Sleep(hostevents.DefaultWindow)
 		synctest.Wait()
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID), "the session's HostDown")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID()), "the session's HostDown")
 		time.Sleep(probeSpread)
 		synctest.Wait()
 		assert.Len(t, c.Dials(), dials, "no probe of hosts the session reported on")
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID))
-		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(third.HostID))
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(other.HostID()))
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(third.HostID()))
 	})
 }
 
 // tlsFailDialer fails dials to fail (once set) with a certificate error.
 type tlsFailDialer struct {
-	c    *memcluster.Cluster
+	c    *cqlsim.Cluster
 	fail atomic.Value // string
 }
 
@@ -119,21 +125,21 @@ func (d *tlsFailDialer) DialContext(ctx context.Context, network, addr string) (
 func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		d := &tlsFailDialer{c: c}
-		d.fail.Store(c.Member(3).Addr()) // up, but its certificate does not verify
-		cfg := Config{ContactPoints: []string{c.Member(1).IP.String()}, Conn: ConnConfig{Dialer: d}}
+		d.fail.Store(c.Node(2).Addr()) // up, but its certificate does not verify
+		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: d}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
-		c.Stop(1) // reconnect (to node 2), then probe the others
-		waitConnectedTo(t, cc, c.Member(1).Addr())
+		c.Node(0).Stop() // reconnect (to the second node), then probe the others
+		waitConnectedTo(t, cc, c.Node(0).Addr())
 		time.Sleep(probeSpread)
 		synctest.Wait()
-		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Member(3).HostID), "a TLS failure says nothing about liveness")
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(1).HostID), "a refused connect does")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(c.Node(2).HostID()), "a TLS failure says nothing about liveness")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Node(0).HostID()), "a refused connect does")
 	})
 }
 
@@ -143,28 +149,28 @@ func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 func TestFullRestartDeliversWhatChangedToSubscribers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
-		served := nodeNumber(c, connectedHost(t, cc))
-		stays := 1 + served%3 // a node other than the control node
+		served := nodeAt(c, connectedHost(t, cc))
+		stays := c.Node((served.Index() + 1) % 3) // a node other than the control node
 		sub, _, err := cc.Subscribe(64)
 		require.NoError(t, err)
 
 		c.StopAll()
 		time.Sleep(5 * time.Second)
-		for _, m := range c.Members() {
-			if m.N != stays {
-				c.Start(m.N)
+		for _, n := range c.Nodes() {
+			if n != stays {
+				require.NoError(t, n.Start())
 			}
 		}
 		_, err = cc.WaitConnected(context.Background())
 		require.NoError(t, err)
 		time.Sleep(probeSpread)
 		synctest.Wait()
-		assert.Equal(t, []string{"host_down " + c.Member(stays).HostID}, upDowns(sub))
+		assert.Equal(t, []string{"host_down " + stays.HostID()}, upDowns(sub))
 	})
 }
 

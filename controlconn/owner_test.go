@@ -17,10 +17,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
-	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,7 +62,7 @@ func (v *verdicts) counts() (accepted, suppressed int) {
 func TestHostUpReadyWithTheLossIsNotDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		v := &verdicts{}
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 10 * time.Second}}, WithReconnectObserver(v))
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -72,16 +71,16 @@ func TestHostUpReadyWithTheLossIsNotDropped(t *testing.T) {
 		o.rec.Begin(time.Now())
 		_, ok := o.rec.StartAttempt(time.Now())
 		require.True(t, ok)
-		l, err := cc.dialHost(context.Background(), Endpoint{Addr: c.Member(1).Addr()})
+		l, err := cc.dialHost(context.Background(), Endpoint{Addr: c.Node(0).Addr()})
 		require.NoError(t, err)
 		require.Equal(t, reconnect.OutcomeSuccess, o.rec.Finish(time.Now(), nil))
 		cc.adopt(o, l)
 		time.Sleep(11 * time.Second) // stable
 
-		c.Stop(1) // Done closes; run has not looked at it yet
+		c.Node(0).Stop() // Done closes; run has not looked at it yet
 		synctest.Wait()
-		m := c.Member(2)
-		cc.onBatch(o, hostevents.Batch{{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql}})
+		m := c.Node(1)
+		cc.onBatch(o, hostevents.Batch{{HostID: m.HostID(), Addr: m.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql}})
 		accepted, suppressed := v.counts()
 		assert.Equal(t, 1, accepted+suppressed, "the evidence got its verdict")
 		assert.Equal(t, reconnect.StateScheduled, o.rec.State(), "the loss was handled first")
@@ -90,16 +89,18 @@ func TestHostUpReadyWithTheLossIsNotDropped(t *testing.T) {
 }
 
 // blackholedOutage connects to a 3-node cluster, waits until the connection is stable, stops
-// every node and blackholes node 3 (it accepts TCP and never answers), so every attempt that
-// dials it lasts the whole ConnectTimeout.
-func blackholedOutage(t *testing.T, cad Cadence, opts ...Option) (*memcluster.Cluster, *ControlConnection) {
+// every node but the third and blackholes that one (it accepts TCP and never answers), so
+// every attempt that dials it lasts the whole ConnectTimeout.
+func blackholedOutage(t *testing.T, cad Cadence, opts ...Option) (*cqlsim.Cluster, *ControlConnection) {
 	t.Helper()
 	c := newCluster(3)
 	cc := newTestCC(t, c, cad, opts...)
 	startCC(t, cc)
 	time.Sleep(11 * time.Second)
-	c.Blackhole(c.Member(3).Addr()) // first: StopAll keeps a route that is not the member's own
-	c.StopAll()
+	control, third := nodeAt(c, connectedHost(t, cc)), c.Node(2)
+	require.NotEqual(t, third, control, "the control node is not the one to blackhole")
+	third.Mute(true)
+	stopAllBut(c, third, control)
 	return c, cc
 }
 
@@ -108,15 +109,15 @@ func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
 		q := testQueue(t)
 		cad := Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}, ConnectTimeout: 5 * time.Second}
 		c, cc := blackholedOutage(t, cad, WithHostEvents(q))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(time.Second) // the first attempt is waiting for node 3
 		require.Equal(t, reconnect.StateAttempting, cc.Status().State)
 
-		c.Start(2)
-		m := c.Member(2)
+		m := c.Node(1)
+		require.NoError(t, m.Start())
 		evidenceAt := time.Now()
-		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: m.HostID(), Addr: m.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		ep, err := cc.WaitConnected(context.Background())
 		require.NoError(t, err)
 		took := time.Since(evidenceAt)
@@ -131,11 +132,11 @@ func TestBlindLatenessWithABlackholedHostStaysWithinDelayCap(t *testing.T) {
 		v := &verdicts{}
 		cad := Cadence{Policy: reconnect.Constant{Interval: time.Minute}, ConnectTimeout: 5 * time.Second} // DelayCap 30 s binds
 		c, cc := blackholedOutage(t, cad, WithReconnectObserver(v))
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(300 * time.Millisecond) // the first attempt has dialled nodes 1 and 2 (refused) within a stagger
-		c.Start(1)
-		c.Start(2)
+		require.NoError(t, c.Node(0).Start())
+		require.NoError(t, c.Node(1).Start())
 		readyAt := time.Now()
 		_, err := cc.WaitConnected(context.Background())
 		require.NoError(t, err)
@@ -152,7 +153,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		v := &verdicts{}
 		c := newCluster(2)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}}, WithReconnectObserver(v))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -163,7 +164,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 		time.Sleep(11 * time.Second)
 		c.StopAll()
 		time.Sleep(time.Second) // the first attempt failed; the next blind one is 20 s away
-		c.StartAll()
+		require.NoError(t, c.StartAll())
 		at := time.Now()
 		cc.ReconnectNow()
 		_, err := cc.WaitConnected(context.Background())
@@ -184,7 +185,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
 		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q)) // the default cadence
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -197,10 +198,10 @@ func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 		}
 		next := cc.Status().NextAttemptAt
 
-		c.StartAll()
-		m := c.Member(2)
+		require.NoError(t, c.StartAll())
+		m := c.Node(1)
 		evidenceAt := time.Now()
-		q.Push(hostevents.Event{HostID: m.HostID, Addr: m.IP, Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		q.Push(hostevents.Event{HostID: m.HostID(), Addr: m.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 		_, err := cc.WaitConnected(context.Background())
 		require.NoError(t, err)
 		took := time.Since(evidenceAt)
@@ -225,8 +226,9 @@ func testQueue(t *testing.T) *hostevents.Queue {
 // ConnectTimeout (this test failed); now it gives up at 5 s.
 func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &memcluster.Node{MaxVersion: primitive.ProtocolVersion3, FirstDelay: 3 * time.Second}
-		defer node.Close()
+		sim := startMem(t, v3Config())
+		defer func() { assert.NoError(t, sim.Close()) }()
+		node := refusalStreamDialer{slowDialer{c: sim, slow: map[string]time.Duration{"10.0.0.1:9042": 3 * time.Second}}}
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
 		cc, err := NewWithConfig(cfg)
 		require.NoError(t, err)

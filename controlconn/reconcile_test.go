@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -25,9 +25,9 @@ import (
 //   - a probe's verdict applied over a STATUS_CHANGE that arrived while it was in flight:
 //     TestEventDuringProbeWinsOverIt
 
-// gate is a Dialer in front of a memcluster that holds dials to held addresses until released.
+// gate is a Dialer in front of an in-memory cluster that holds dials to held addresses until released.
 type gate struct {
-	c *memcluster.Cluster
+	c *cqlsim.Cluster
 
 	mu   sync.Mutex
 	held map[string]chan struct{} // address -> closed on release; guarded by mu
@@ -65,7 +65,7 @@ func (g *gate) DialContext(ctx context.Context, network, addr string) (net.Conn,
 func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(4)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -76,34 +76,33 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 		assert.Len(t, c.Dials(), 4, "then one probe of each other host, within probeSpread")
 		time.Sleep(11 * time.Second)
 
-		first := nodeNumber(c, connectedHost(t, cc))
-		var others []int
-		for _, m := range c.Members() {
-			if m.N != first {
-				others = append(others, m.N)
+		first := nodeAt(c, connectedHost(t, cc))
+		var others []*cqlsim.Node
+		for _, n := range c.Nodes() {
+			if n != first {
+				others = append(others, n)
 			}
 		}
 		stoppedAway, startedAway := others[0], others[1]
 		// startedAway was down (and known down) before the loss.
-		c.Stop(startedAway)
-		served := c.Node(first)
-		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
-			Address: &primitive.Inet{Addr: c.Member(startedAway).IP, Port: memcluster.Port}})
+		startedAway.Stop()
+		first.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: startedAway.IP(), Port: int32(c.Port())}})
 		synctest.Wait()
-		require.Equal(t, metadata.StateDown, cc.Snapshot().State(c.Member(startedAway).HostID))
+		require.Equal(t, metadata.StateDown, cc.Snapshot().State(startedAway.HostID()))
 
-		// One node stops and the down one starts, and nobody tells us (the in-memory cluster
-		// pushes no events by itself); then the control node goes.
-		c.Stop(stoppedAway)
-		c.Start(startedAway)
-		c.Stop(first)
-		waitConnectedTo(t, cc, c.Member(first).Addr())
+		// One node stops and the down one starts, and no UP or DOWN tells us (gossip is quiet
+		// here: memConfig); then the control node goes.
+		stoppedAway.Stop()
+		require.NoError(t, startedAway.Start())
+		first.Stop()
+		waitConnectedTo(t, cc, first.Addr())
 		time.Sleep(probeSpread) // the probes
 		synctest.Wait()
 		snap := cc.Snapshot()
-		assert.Equal(t, metadata.StateDown, snap.State(c.Member(stoppedAway).HostID), "stopped while away")
-		assert.Equal(t, metadata.StateUp, snap.State(c.Member(startedAway).HostID), "started while away")
-		assert.Equal(t, metadata.StateDown, snap.State(c.Member(first).HostID), "the old control node")
+		assert.Equal(t, metadata.StateDown, snap.State(stoppedAway.HostID()), "stopped while away")
+		assert.Equal(t, metadata.StateUp, snap.State(startedAway.HostID()), "started while away")
+		assert.Equal(t, metadata.StateDown, snap.State(first.HostID()), "the old control node")
 	})
 }
 
@@ -112,7 +111,7 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 func TestEventDuringProbeWinsOverIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
-		defer c.Close()
+		defer func() { assert.NoError(t, c.Close()) }()
 		g := &gate{c: c, held: map[string]chan struct{}{}}
 		cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: g}}
 		cc, err := NewWithConfig(cfg, WithRand(half))
@@ -121,28 +120,28 @@ func TestEventDuringProbeWinsOverIt(t *testing.T) {
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
 
-		first := nodeNumber(c, connectedHost(t, cc))
-		var probed memcluster.Member // a host other than the control node, up throughout
-		for _, m := range c.Members() {
-			if m.N != first {
-				probed = m
+		first := nodeAt(c, connectedHost(t, cc))
+		var probed *cqlsim.Node // a host other than the control node, up throughout
+		for _, n := range c.Nodes() {
+			if n != first {
+				probed = n
 			}
 		}
 		g.hold(probed.Addr()) // its probe (and any dial of it) hangs until released
 
-		c.Stop(first) // lost; the reconnect goes to the remaining free host
-		second := nodeNumber(c, waitConnectedTo(t, cc, c.Member(first).Addr()))
-		require.NotEqual(t, probed.N, second, "the held host is not the one we reconnected to")
+		first.Stop() // lost; the reconnect goes to the remaining free host
+		second := nodeAt(c, waitConnectedTo(t, cc, first.Addr()))
+		require.NotEqual(t, probed, second, "the held host is not the one we reconnected to")
 
 		// While the probe of `probed` is in flight, the new control node says it went down.
-		c.Node(second).Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
-			Address: &primitive.Inet{Addr: probed.IP, Port: memcluster.Port}})
+		second.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeDown,
+			Address: &primitive.Inet{Addr: probed.IP(), Port: int32(c.Port())}})
 		synctest.Wait()
-		require.Equal(t, metadata.StateDown, cc.Snapshot().State(probed.HostID))
+		require.Equal(t, metadata.StateDown, cc.Snapshot().State(probed.HostID()))
 
 		g.release(probed.Addr()) // the probe now connects: "up", but older than the event
 		synctest.Wait()
-		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(probed.HostID), "the event wins over the stale probe")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(probed.HostID()), "the event wins over the stale probe")
 	})
 }
 

@@ -53,8 +53,8 @@ func TestRefreshGateSpacesStarts(t *testing.T) {
 // of the storm still reaches the snapshot and subscribers: no change is lost.
 func TestEventStormCoalescesRefreshes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCluster(2)
-		defer c.Close()
+		c := startMem(t, joiningConfig(2))
+		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
@@ -62,23 +62,24 @@ func TestEventStormCoalescesRefreshes(t *testing.T) {
 		require.NoError(t, err)
 		defer sub.Close()
 		served, _ := servedAndOther(t, c, cc)
-		before := c.Queried("system.local")
+		before := c.Selected("system.local")
 
 		unknown := &message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
 			Address: &primitive.Inet{Addr: net.IPv4(10, 9, 9, 9), Port: 9042}}
 		var added string
 		for i := range 200 { // 2 s
 			if i == 100 {
-				m := c.Add("dc1")
-				added = m.HostID
+				m, err := c.AddNode() // gossip announces it too, at once
+				require.NoError(t, err)
+				added = m.HostID()
 				served.Push(&message.TopologyChangeEvent{ChangeType: primitive.TopologyChangeTypeNewNode,
-					Address: &primitive.Inet{Addr: m.IP, Port: 9042}})
+					Address: &primitive.Inet{Addr: m.IP(), Port: 9042}})
 			}
 			served.Push(unknown)
 			time.Sleep(10 * time.Millisecond)
 		}
 		synctest.Wait()
-		refreshes := c.Queried("system.local") - before
+		refreshes := c.Selected("system.local") - before
 		t.Logf("refreshes during a 2 s storm of one unknown-host event every 10 ms: %d", refreshes)
 		assert.LessOrEqual(t, refreshes, 2*3, "at most 3 refreshes a second")
 		assert.GreaterOrEqual(t, refreshes, 2, "the storm's requests are served, only spaced")

@@ -20,17 +20,17 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/memcluster"
 	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &memcluster.Node{}
-		defer node.Close()
-		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: node, HeartbeatInterval: -1})
+		sim := newCluster(1)
+		defer func() { assert.NoError(t, sim.Close()) }()
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim, HeartbeatInterval: -1})
 		require.NoError(t, err)
 		defer func() { _ = c.Close() }()
 
@@ -52,15 +52,15 @@ func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
 	})
 }
 
-// stallDialer dials node; once stall is set, writes on its connections block until their
+// stallDialer dials through the in-memory cluster sim; once stall is set, writes on its connections block until their
 // write deadline, as on a peer that stopped reading with full socket buffers.
 type stallDialer struct {
-	node  *memcluster.Node
+	sim   gocql.Dialer
 	stall atomic.Bool
 }
 
 func (d *stallDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	nc, err := d.node.DialContext(ctx, network, addr)
+	nc, err := d.sim.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -97,9 +97,9 @@ func (c *stallConn) Write(b []byte) (int, error) {
 
 func TestStuckWriteDoesNotDelayTheHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		node := &memcluster.Node{}
-		defer node.Close()
-		d := &stallDialer{node: node}
+		sim := newCluster(1)
+		defer func() { assert.NoError(t, sim.Close()) }()
+		d := &stallDialer{sim: sim}
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{
 			Dialer: d, HeartbeatInterval: 30 * time.Second, HeartbeatTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
 		})

@@ -91,7 +91,7 @@ func newCluster(cfg Config) (*Cluster, error) {
 		pass:  cfg.Password,
 		done:  make(chan struct{}),
 	}
-	installSystemTables(c.store, rel)
+	installSystemTables(c.store, rel, !cfg.NoPeersV2)
 	c.gossip = newGossip(gossipDelays{up: cfg.GossipDelay, stop: cfg.StopAnnounceDelay, failure: cfg.KillDetectDelay}, c)
 	return c, nil
 }

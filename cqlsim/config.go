@@ -37,6 +37,15 @@ type Config struct {
 	// ReleaseVersion is every node's release_version (default 3.11.17). 4.0 and later serve
 	// system.peers_v2 and protocol v5; 3.x answers v5 with the protocol error real 3.11 gives.
 	ReleaseVersion string
+	// MaxProtocolVersion caps the protocol versions the nodes negotiate (3 up to the release's
+	// greatest; 0 = no cap), as Cassandra's cassandra.max_native_protocol_version (3.0.19+,
+	// 3.11.5+) and native_transport_max_negotiable_protocol_version (4.0) do: a first frame of a
+	// greater version is refused as an unsupported one, in a frame of the capped version.
+	MaxProtocolVersion int
+	// NoPeersV2 makes a 4.0+ release serve no system.peers_v2: a query of it gets the
+	// "unconfigured table" error a 3.x node gives, as on servers that report a 4.x
+	// release_version without that table, and drivers must fall back to system.peers.
+	NoPeersV2 bool
 	// DataCenter names the data center of every node (default "dc1") unless DataCenters is set.
 	DataCenter string
 	// DataCenters, when set, assigns node i to DataCenters[i%len(DataCenters)].
@@ -134,6 +143,11 @@ func (c Config) validate() error {
 	}
 	if c.TokensPerNode < 1 {
 		errs = append(errs, fmt.Errorf("cqlsim: TokensPerNode must be >= 1, got %d", c.TokensPerNode))
+	}
+	if rel, err := parseRelease(c.ReleaseVersion); err == nil && c.MaxProtocolVersion != 0 &&
+		(c.MaxProtocolVersion < 3 || c.MaxProtocolVersion > rel.maxProtocol()) {
+		errs = append(errs, fmt.Errorf("cqlsim: MaxProtocolVersion %d: release %s speaks v3 to v%d",
+			c.MaxProtocolVersion, c.ReleaseVersion, rel.maxProtocol()))
 	}
 	if (c.Username == "") != (c.Password == "") {
 		errs = append(errs, errors.New("cqlsim: Username and Password must be set together"))

@@ -190,7 +190,7 @@ func (c *serverConn) readLegacyFrame() (*frame.RawFrame, error) {
 	useBeta := primitive.HeaderFlag(head[1]).Contains(primitive.HeaderFlagUseBeta)
 	established := c.connVersion()
 	if established == 0 {
-		ref, ok := c.node.c.rel.negotiate(v, useBeta)
+		ref, ok := c.node.c.negotiate(v, useBeta)
 		if !ok {
 			c.rejectVersion(v, ref)
 			return nil, errRejected

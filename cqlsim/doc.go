@@ -4,6 +4,8 @@
 // Faults (stop, kill, blackhole, slow start, flap, idle timeout, node add/remove, full and rolling restarts)
 // are injected per node or cluster-wide, and every state change and connection is recorded as ground truth.
 // StartInMemory runs the same cluster on net.Pipe connections instead of sockets, for testing/synctest bubbles.
+// Two server settings exercise drivers' fallbacks: Config.MaxProtocolVersion caps the protocol versions the
+// nodes negotiate, and Config.NoPeersV2 takes system.peers_v2 away from a 4.x release.
 //
 // # Public surface
 //
@@ -16,8 +18,8 @@
 //		KillAll Node Nodes Peers Port RemoveNode Restart RollingRestart Selected SetCredentials
 //		StartAll StartStaggered StopAll
 //	Config: AuthQuorum BaseIP ClusterName DataCenter DataCenters GossipDelay IdleTimeout
-//		KillDetectDelay Logf Nodes Password Port Racks ReleaseVersion StopAnnounceDelay
-//		TokensPerNode Username
+//		KillDetectDelay Logf MaxProtocolVersion NoPeersV2 Nodes Password Port Racks
+//		ReleaseVersion StopAnnounceDelay TokensPerNode Username
 //	DefaultBaseIP DefaultClusterName DefaultDataCenter DefaultGossipDelay DefaultKillDetectDelay
 //	DefaultMemoryPort DefaultProbeInterval DefaultReleaseVersion DefaultStopAnnounceDelay
 //	DefaultTokensPerNode ErrClosed ErrRemoved ErrStaticMembership

@@ -27,6 +27,17 @@ func (r release) protocolVersions() []string {
 // betaProtocol is the release's beta version: usable only with the USE_BETA header flag.
 func (r release) betaProtocol() int { return r.maxProtocol() + 1 }
 
+// negotiate is rel.negotiate under the cluster's Config.MaxProtocolVersion: Cassandra's
+// ProtocolVersion.decode refuses a version above the cap before the beta check, and answers in
+// the capped version.
+func (c *Cluster) negotiate(v int, useBeta bool) (refusal, bool) {
+	if limit := c.cfg.MaxProtocolVersion; limit != 0 && v > limit {
+		return refusal{version: limit, message: fmt.Sprintf("Invalid or unsupported protocol version (%d); supported versions are (%s)",
+			v, strings.Join(c.rel.protocolVersions(), ", "))}, false
+	}
+	return c.rel.negotiate(v, useBeta)
+}
+
 // refusal is the error frame a node sends instead of answering a frame of a version it refuses.
 type refusal struct {
 	version int // of the error frame; v1 and v2 use their own 8-byte header

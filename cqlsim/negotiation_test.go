@@ -161,3 +161,39 @@ func TestBetaV5On311WithUseBeta(t *testing.T) {
 	_, ok := fc.request(&message.Options{}).(*message.Supported)
 	assert.True(t, ok)
 }
+
+// Config.MaxProtocolVersion caps negotiation as Cassandra's max negotiable protocol version
+// does: a greater version (the beta included) is refused as unsupported, in a frame of the
+// capped version; the capped version itself is served.
+func TestMaxProtocolVersionCapsNegotiation(t *testing.T) {
+	cases := []struct {
+		release      string
+		limit        int
+		v            byte
+		replyVersion byte
+		msg          string
+	}{
+		{"3.11.17", 3, 4, 3, fmt.Sprintf("Invalid or unsupported protocol version (4); supported versions are (%s)", versions311)},
+		{"3.11.17", 3, 5, 3, fmt.Sprintf("Invalid or unsupported protocol version (5); supported versions are (%s)", versions311)},
+		{"4.1.5", 4, 5, 4, fmt.Sprintf("Invalid or unsupported protocol version (5); supported versions are (%s)", versions4x)},
+	}
+	for i, tc := range cases {
+		cfg := fastConfig(1)
+		cfg.ReleaseVersion, cfg.MaxProtocolVersion = tc.release, tc.limit
+		cfg.BaseIP = fmt.Sprintf("127.0.0.%d", 41+i)
+		c := startCluster(t, cfg)
+		a, _ := sendRawOptions(t, c.Node(0).Addr(), tc.v, 0)
+		assert.Equal(t, tc.replyVersion, a.version, "frame version")
+		assert.Equal(t, 0, a.stream)
+		assert.Equal(t, uint32(primitive.ErrorCodeProtocolError), a.code)
+		assert.Equal(t, tc.msg, a.msg)
+
+		fc := dialFrames(t, c.Node(0).Addr(), primitive.ProtocolVersion(tc.limit))
+		assert.IsType(t, &message.Supported{}, fc.request(&message.Options{}), "v%d is served", tc.limit)
+	}
+
+	for _, limit := range []int{2, 5} {
+		_, err := StartInMemory(Config{MaxProtocolVersion: limit})
+		assert.ErrorContains(t, err, fmt.Sprintf("MaxProtocolVersion %d: release 3.11.17 speaks v3 to v4", limit))
+	}
+}

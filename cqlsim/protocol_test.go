@@ -197,3 +197,30 @@ func TestPreparedStatementsAreLostOnRestart(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, prep.PreparedQueryId, un.Id)
 }
+
+// Config.NoPeersV2: a 4.x release without system.peers_v2 answers it as 3.x does, and still
+// serves system.peers.
+func TestNoPeersV2(t *testing.T) {
+	for _, noV2 := range []bool{false, true} {
+		cfg := fastConfig(2)
+		cfg.ReleaseVersion, cfg.NoPeersV2 = "4.0.11", noV2
+		cfg.BaseIP = "127.0.0.51"
+		if noV2 {
+			cfg.BaseIP = "127.0.0.53"
+		}
+		c := startCluster(t, cfg)
+		fc := dialFrames(t, c.Node(0).Addr(), primitive.ProtocolVersion4)
+		fc.handshake()
+		v2 := fc.query("SELECT * FROM system.peers_v2")
+		if noV2 {
+			err, ok := v2.(*message.Invalid)
+			require.True(t, ok, "%v", v2)
+			assert.Equal(t, "unconfigured table peers_v2", err.ErrorMessage)
+		} else {
+			rows, ok := v2.(*message.RowsResult)
+			require.True(t, ok, "%v", v2)
+			assert.Len(t, rows.Data, 1)
+		}
+		assert.Len(t, fc.rows("SELECT * FROM system.peers").Data, 1)
+	}
+}

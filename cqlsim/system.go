@@ -41,8 +41,9 @@ func (t *table) row(cells map[string][]byte) [][]byte {
 	return out
 }
 
-// installSystemTables defines the system keyspaces for release r.
-func installSystemTables(s *store, r release) {
+// installSystemTables defines the system keyspaces for release r; system.peers_v2 only if r has
+// it and withPeersV2 (Config.NoPeersV2 unset).
+func installSystemTables(s *store, r release, withPeersV2 bool) {
 	localSpecs := []string{"key text", "bootstrapped text", "broadcast_address inet", "cluster_name text",
 		"cql_version text", "data_center text", "gossip_generation int", "host_id uuid", "listen_address inet",
 		"native_protocol_version text", "partitioner text", "rack text", "release_version text",
@@ -99,7 +100,7 @@ func installSystemTables(s *store, r release) {
 	}
 	system := []*table{local, peers}
 
-	if r.v4() {
+	if r.v4() && withPeersV2 {
 		peersV2 := sysTable("peers_v2", 1, 1, "peer inet", "peer_port int", "data_center text", "host_id uuid",
 			"native_address inet", "native_port int", "preferred_ip inet", "preferred_port int", "rack text",
 			"release_version text", "schema_version uuid", "tokens set<text>")
