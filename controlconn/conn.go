@@ -568,6 +568,15 @@ func (c *Conn) read() {
 			c.dispatchEvent(f, err)
 			continue
 		}
+		if raw.Header.StreamId == 0 {
+			// No request uses stream 0 (IDs start at 1). Servers answer on it when they refuse
+			// a frame before reading its stream ID, above all a protocol version they do not
+			// speak (Cassandra and Scylla do): an error for the whole connection, as gocql
+			// takes it. Ending the connection with it hands it to every request in flight,
+			// so the handshake sees the refusal and steps down a version.
+			c.shutdown(streamZeroErr(c.ep.Addr, f, err))
+			return
+		}
 		c.mu.Lock()
 		reply, ok := c.streams[raw.Header.StreamId]
 		delete(c.streams, raw.Header.StreamId)
@@ -585,6 +594,19 @@ func (c *Conn) read() {
 			reply <- f
 		}
 	}
+}
+
+// streamZeroErr is the connection's error for a frame on stream 0: the server's ERROR as a
+// *ServerError (within a protocol-class ConnError), or why the frame could not be read.
+func streamZeroErr(addr string, f *frame.Frame, err error) error {
+	if err == nil {
+		if e, ok := f.Body.Message.(message.Error); ok {
+			err = &ServerError{Code: e.GetErrorCode(), Message: e.GetErrorMessage()}
+		} else {
+			err = fmt.Errorf("unexpected %v on stream 0", f.Body.Message)
+		}
+	}
+	return &ConnError{Class: ClassProtocol, Addr: addr, Op: "read", Err: err}
 }
 
 func (c *Conn) dispatchEvent(f *frame.Frame, err error) {

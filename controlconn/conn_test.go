@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"sync"
@@ -68,65 +67,11 @@ func v3Config() cqlsim.Config {
 	return cfg
 }
 
-// refusalStreamDialer dials through d and moves a refusal of the protocol version from stream 0
-// onto the stream of the request it refuses. Cassandra and cqlsim send it on stream 0 (they
-// refuse the version before they read the stream id); Conn reads only its own streams, so
-// without this it sees the connection close instead (gocql takes a frame on stream 0 as the
-// connection's protocol error). The negotiation tests below test what follows the refusal.
-type refusalStreamDialer struct{ d gocql.Dialer }
-
-func (r refusalStreamDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	nc, err := r.d.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	return &refusalStreamConn{Conn: nc}, nil
-}
-
-type refusalStreamConn struct {
-	net.Conn
-	mu      sync.Mutex
-	stream  []byte // the first request's stream id; guarded by mu
-	read    bool   // the first answer's header was read; reader goroutine only
-	pending []byte // what is left of it; reader goroutine only
-}
-
-func (c *refusalStreamConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	if c.stream == nil && len(b) >= 4 {
-		c.stream = append([]byte(nil), b[2:4]...)
-	}
-	c.mu.Unlock()
-	return c.Conn.Write(b)
-}
-
-func (c *refusalStreamConn) Read(b []byte) (int, error) {
-	if !c.read {
-		c.read = true
-		head := make([]byte, 9)
-		if _, err := io.ReadFull(c.Conn, head); err != nil {
-			return 0, err
-		}
-		if head[4] == byte(primitive.OpCodeError) && head[2] == 0 && head[3] == 0 {
-			c.mu.Lock()
-			copy(head[2:4], c.stream)
-			c.mu.Unlock()
-		}
-		c.pending = head
-	}
-	if len(c.pending) > 0 {
-		n := copy(b, c.pending)
-		c.pending = c.pending[n:]
-		return n, nil
-	}
-	return c.Conn.Read(b)
-}
-
 func TestDialNegotiatesDownToV3(t *testing.T) {
 	sim, node := serverNode(t, v3Config())
 	addr := listen(t, node)
 
-	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{Dialer: refusalStreamDialer{&net.Dialer{}}})
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
 
@@ -138,7 +83,7 @@ func TestDialPinnedVersionRejectedIsProtocolError(t *testing.T) {
 	_, node := serverNode(t, v3Config())
 	addr := listen(t, node)
 
-	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ProtoVersion: 4, Dialer: refusalStreamDialer{&net.Dialer{}}})
+	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ProtoVersion: 4})
 	require.Error(t, err)
 	assert.Equal(t, ClassProtocol, Classify(err), "%v", err)
 	assert.True(t, Classify(err).Permanent())

@@ -228,7 +228,7 @@ func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim := startMem(t, v3Config())
 		defer func() { assert.NoError(t, sim.Close()) }()
-		node := refusalStreamDialer{slowDialer{c: sim, slow: map[string]time.Duration{"10.0.0.1:9042": 3 * time.Second}}}
+		node := slowDialer{c: sim, slow: map[string]time.Duration{"10.0.0.1:9042": 3 * time.Second}}
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
 		cc, err := NewWithConfig(cfg)
 		require.NoError(t, err)
