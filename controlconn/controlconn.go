@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -74,7 +75,8 @@ type options struct {
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
-	governor    *Governor // WithDialGovernor; New only
+	governor    *Governor          // WithDialGovernor; New, and NewWithListener with gateTaker
+	gateTaker   func(dialgov.Gate) // dialgov.Option: a driver adapter takes the governor
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.

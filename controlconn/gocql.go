@@ -70,8 +70,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	if err != nil || gov == nil {
 		return cc, err
 	}
-	cc.gov = gov
-	gov.onEvidence(cc.dialEvidence)
+	cc.attachGovernor(gov)
 	cfg.HostDialer = gocqlDialer
 	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
 		cfg.ReconnectInterval = GovernedReconnectInterval
@@ -87,8 +86,21 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 //
 // Unlike New it cannot tell whether a session was created after it (the order warning of New),
 // since only the driver's listener knows.
+//
+// It ignores WithDialGovernor: the driver's dials are not its to govern. The gocqlv2 module's
+// New, a driver adapter of this module, gets the governor through an internal option.
 func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
-	return newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
+	gov, take, err := adapterGovernor(&c, opts)
+	if err != nil {
+		return nil, err
+	}
+	cc, err := newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
+	if err != nil || gov == nil {
+		return cc, err
+	}
+	cc.attachGovernor(gov)
+	take(driverGate{gov})
+	return cc, nil
 }
 
 // newWithListener is NewWithListener; sessionCheck adds New's session-order warning, which

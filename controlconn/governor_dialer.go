@@ -19,8 +19,9 @@ import (
 // default) as the HostDialer of the gocql.ClusterConfig, wrapping what was configured there
 // with gocql v1.7.0's own semantics: the HostDialer if set; else the Dialer, or a net.Dialer
 // with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
-// config afterwards, and this ControlConnection's own dials, share one budget. NewWithConfig
-// and NewWithListener ignore it (they have no gocql v1 config to govern).
+// config afterwards, and this ControlConnection's own dials, share one budget. gocqlv2.New (the
+// gocqlv2 module) does the same for gocql v2, with v2's semantics. NewWithConfig and
+// NewWithListener ignore it (they have no driver config to govern).
 func WithDialGovernor(g Governor) Option {
 	return func(o *options) { o.governor = &g }
 }
@@ -302,6 +303,13 @@ func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *Config) (gocq
 	if err != nil {
 		return nil, err
 	}
+	governOwnDials(g, c)
+	return &governedHostDialer{g: g, inner: inner}, nil
+}
+
+// governOwnDials makes the dials of c's own connection go through g: the user's HostDialer
+// governed, or the user's Dialer (or ours) governed with our own TLS after it.
+func governOwnDials(g *dialGovernor, c *Config) {
 	if c.Conn.HostDialer != nil {
 		c.Conn.HostDialer = &governedHostDialer{g: g, inner: c.Conn.HostDialer, own: true}
 	} else {
@@ -315,7 +323,6 @@ func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *Config) (gocq
 		}
 		c.Conn.Dialer = &governedNetDialer{g: g, inner: d}
 	}
-	return &governedHostDialer{g: g, inner: inner}, nil
 }
 
 // dialEvidence is the governor's evidence sink: a gocql dial connected to addr while our

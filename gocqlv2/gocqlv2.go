@@ -5,10 +5,12 @@ package gocqlv2
 
 import (
 	"errors"
+	"slices"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	gocqlv1 "github.com/gocql/gocql"
 )
 
@@ -30,12 +32,33 @@ const maxProtoVersion = 4
 // cluster.Metadata.HostListener, next to any listener already there (a gocql.HostListenersMux
 // calls the user's first). The queue and the options are controlconn.New's: a queue is created
 // (controlconn.WithQueueConfig) and closed by Close, unless controlconn.WithHostEvents passes one.
+//
+// With controlconn.WithDialGovernor it also governs every dial of the sessions created from
+// cluster afterwards, as controlconn.New does for gocql v1 (see controlconn.Governor): it sets
+// cluster.HostDialer to a governed dialer wrapping what was configured, with gocql v2.1.2's own
+// semantics (the HostDialer if set; else the Dialer, or a net.Dialer with ConnectTimeout and
+// SocketKeepalive; with TLS per SslOpts), shares one budget between those dials and the control
+// connection's own, and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
+// controlconn.GovernedReconnectInterval. A governed dial that connects while the control
+// connection is down re-arms it at once. Refused dials fail at once with an error wrapping
+// controlconn.ErrGoverned and send nothing.
 func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {
 	c, err := ConfigFromGocql(cluster, cadence)
 	if err != nil {
 		return nil, err
 	}
-	return controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q) }, opts...)
+	var gate dialgov.Gate
+	take := dialgov.Option(func(g dialgov.Gate) { gate = g }).(controlconn.Option)
+	inner := v2HostDialer(cluster, c.Conn.TLS) // before NewWithListener governs c's own dials
+	cc, err := controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q) },
+		append(slices.Clip(opts), take)...)
+	if err != nil {
+		return nil, err
+	}
+	if gate != nil {
+		governV2(cluster, gate, inner)
+	}
+	return cc, nil
 }
 
 // ConfigFromGocql translates the connection settings of a gocql v2 ClusterConfig into a

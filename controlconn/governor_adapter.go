@@ -1,0 +1,58 @@
+package controlconn
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
+)
+
+// The dial governor for driver adapters of this module (gocqlv2): NewWithListener honours
+// WithDialGovernor when the adapter also passes dialgov.Option, and hands it the governor as a
+// dialgov.Gate, so that the adapter wraps its driver's dialer the way New does for gocql v1.
+// Nothing here is exported: users reach it through the adapter's New.
+
+func init() {
+	dialgov.Option = func(take func(dialgov.Gate)) any {
+		return Option(func(o *options) { o.gateTaker = take })
+	}
+}
+
+// adapterGovernor builds the governor NewWithListener installs when opts carry both
+// WithDialGovernor and dialgov.Option, and governs c's own dials with it; without both it
+// returns nil and changes nothing.
+func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate), error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.governor == nil || o.gateTaker == nil {
+		return nil, nil, nil
+	}
+	g, err := newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	governOwnDials(g, c)
+	return g, o.gateTaker, nil
+}
+
+// attachGovernor makes g cc's governor: cc's connection state and server events feed it (run
+// reads cc.gov), and a driver's dial that connects while cc is down re-arms cc. Called before
+// Start.
+func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
+	cc.gov = g
+	g.onEvidence(cc.dialEvidence)
+}
+
+// driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never
+// ours, so one that connects while ours is down is evidence.
+type driverGate struct{ g *dialGovernor }
+
+var _ dialgov.Gate = driverGate{}
+
+func (d driverGate) Off() bool                       { return d.g.off.Load() }
+func (d driverGate) Admit(addr netip.AddrPort) error { return d.g.admit(addr, false) }
+func (d driverGate) Done(ctx context.Context, addr netip.AddrPort, err error) {
+	d.g.done(ctx, addr, err, false)
+}

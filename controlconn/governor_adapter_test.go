@@ -1,0 +1,76 @@
+package controlconn
+
+// NewWithListener and the internal option a driver adapter (gocqlv2) passes to get the
+// governor. Checked to fail with the evidence sink left unset (the connected dial did not reach
+// run), and with our own dials left ungoverned.
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
+	c := Config{ContactPoints: []string{"127.0.0.1"}}
+	installed := 0
+	install := func(*hostevents.Queue) { installed++ }
+
+	// Without the adapter's option, NewWithListener ignores WithDialGovernor.
+	cc, err := NewWithListener(c, install, WithDialGovernor(Governor{}))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc.Close()) }()
+	assert.Nil(t, cc.gov)
+	_, governed := cc.connCfg.Dialer.(*governedNetDialer)
+	assert.False(t, governed, "ours is not governed either")
+
+	// Without WithDialGovernor, the adapter gets nothing.
+	var gates []dialgov.Gate
+	take := dialgov.Option(func(g dialgov.Gate) { gates = append(gates, g) }).(Option)
+	cc2, err := NewWithListener(c, install, take)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc2.Close()) }()
+	assert.Empty(t, gates)
+	assert.Nil(t, cc2.gov)
+
+	// An invalid Governor: an error, nothing handed over, nothing installed.
+	before := installed
+	_, err = NewWithListener(c, install, WithDialGovernor(Governor{Jitter: 2}), take)
+	assert.ErrorIs(t, err, ErrInvalidGovernor)
+	assert.Empty(t, gates)
+	assert.Equal(t, before, installed)
+
+	// Both: the adapter gets the governor once; ours dials through the same one; a driver
+	// dial that connects while ours is down is evidence that reaches run.
+	cc3, err := NewWithListener(c, install, WithDialGovernor(Governor{}), take)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc3.Close()) }()
+	require.Len(t, gates, 1)
+	require.NotNil(t, cc3.gov)
+	assert.Same(t, cc3.gov, gates[0].(driverGate).g, "one budget for the process")
+	assert.Same(t, cc3.gov, cc3.connCfg.Dialer.(*governedNetDialer).g, "ours is governed too")
+
+	gate := gates[0]
+	addr := netip.MustParseAddrPort("127.0.0.5:9042")
+	cc3.gov.ConnDown()
+	require.NoError(t, gate.Admit(addr), "the budget's first dial of the outage")
+	gate.Done(context.Background(), addr, nil)
+	select {
+	case got := <-cc3.dialed:
+		assert.Equal(t, addr.String(), got)
+	default:
+		t.Fatal("a connected driver dial while ours is down did not reach run")
+	}
+	other := netip.MustParseAddrPort("127.0.0.6:9042")
+	cc3.gov.ConnDown()
+	gate.Done(context.Background(), other, errRefusedSim) // a failed dial: other is known down
+	assert.ErrorIs(t, gate.Admit(other), ErrGoverned)
+	assert.EqualValues(t, 1, cc3.GovernorStats().Evidence)
+	assert.False(t, gate.Off())
+	require.NoError(t, cc3.Close())
+	assert.True(t, gate.Off(), "closed: the adapter dials untouched")
+}

@@ -1,0 +1,107 @@
+package gocqlv2
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
+)
+
+// v2DefaultReconnectInterval is gocql v2's NewCluster ReconnectInterval.
+const v2DefaultReconnectInterval = 60 * time.Second
+
+// governV2 puts the governor gate into cluster (New, after the ControlConnection is built): the
+// HostDialer becomes a governed one around what the user configured (inner), and gocql v2's
+// default reconnect tick becomes controlconn.GovernedReconnectInterval, as controlconn.New does
+// for gocql v1.
+func governV2(cluster *gocql.ClusterConfig, gate dialgov.Gate, inner gocql.HostDialer) {
+	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
+	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
+		cluster.ReconnectInterval = controlconn.GovernedReconnectInterval
+	}
+}
+
+// v2HostDialer is the HostDialer gocql v2.1.2 builds for cluster (connConfig in its
+// connectionpool.go): cluster.HostDialer if set; otherwise cluster.Dialer, or a net.Dialer with
+// ConnectTimeout and, when positive, SocketKeepalive; then TLS per SslOpts. tc is the config
+// ConfigFromGocql derived from SslOpts by gocql v2's rules (nil without SslOpts or with a
+// HostDialer); the dialer gets a clone of it, as gocql v2 clones the user's.
+func v2HostDialer(cluster *gocql.ClusterConfig, tc *tls.Config) gocql.HostDialer {
+	if cluster.HostDialer != nil {
+		return cluster.HostDialer
+	}
+	d := cluster.Dialer
+	if d == nil {
+		nd := &net.Dialer{Timeout: cluster.ConnectTimeout}
+		if cluster.SocketKeepalive > 0 {
+			nd.KeepAlive = cluster.SocketKeepalive
+		}
+		d = nd
+	}
+	p := &plainDialer{dialer: d}
+	if tc != nil {
+		p.tlsConfig = tc.Clone()
+	}
+	return p
+}
+
+// plainDialer dials as gocql v2.1.2's default host dialer does: the connect address and port,
+// then TLS (gocql.WrapTLS) with the server name taken from the host name and port.
+type plainDialer struct {
+	dialer    gocql.Dialer
+	tlsConfig *tls.Config
+}
+
+// DialHost implements gocql.HostDialer.
+func (p *plainDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
+	ip, port := host.ConnectAddress(), host.Port()
+	if ip == nil || ip.IsUnspecified() {
+		return nil, fmt.Errorf("host missing connect ip address: %v", ip)
+	} else if port == 0 {
+		return nil, fmt.Errorf("host missing port: %v", port)
+	}
+	conn, err := p.dialer.DialContext(ctx, "tcp", host.ConnectAddressAndPort())
+	if err != nil {
+		return nil, err
+	}
+	return gocql.WrapTLS(ctx, conn, host.HostnameAndPort(), p.tlsConfig)
+}
+
+// governedDialer is the gocql v2 HostDialer New installs with controlconn.WithDialGovernor:
+// every dial of the sessions created from the config, control connection and pools, asks the
+// governor first (see controlconn.Governor). A refused dial fails at once with an error
+// wrapping controlconn.ErrGoverned and sends nothing.
+type governedDialer struct {
+	gate  dialgov.Gate
+	inner gocql.HostDialer
+}
+
+// DialHost implements gocql.HostDialer.
+func (d *governedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
+	addr, ok := hostAddrPort(host)
+	if !ok || d.gate.Off() {
+		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
+	}
+	if err := d.gate.Admit(addr); err != nil {
+		return nil, err
+	}
+	dh, err := d.inner.DialHost(ctx, host)
+	d.gate.Done(ctx, addr, err)
+	return dh, err
+}
+
+// hostAddrPort is the address gocql v2 dials for host, without allocating.
+func hostAddrPort(host *gocql.HostInfo) (netip.AddrPort, bool) {
+	ip, ok := netip.AddrFromSlice(host.ConnectAddress())
+	port := host.Port()
+	if !ok || port <= 0 || port > 65535 {
+		return netip.AddrPort{}, false
+	}
+	return netip.AddrPortFrom(ip.Unmap(), uint16(port)), true
+}

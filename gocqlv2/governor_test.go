@@ -1,0 +1,308 @@
+package gocqlv2
+
+// The governed gocql v2 dialer and its wiring by New. Checked to fail: the wiring test with
+// governV2 not called (cluster.HostDialer left alone), the semantics test with the default
+// dialer ignoring SocketKeepalive or TLS not applied, the end-to-end test with the v2 dialer
+// wrapping gocql v2's default dialer instead of the user's HostDialer.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeGate is a dialgov.Gate that refuses when told to and records what it was asked.
+type fakeGate struct {
+	off, refuse    bool
+	admits, dones  int
+	lastAddr       netip.AddrPort
+	lastErr        error
+	abandonedDials int
+}
+
+func (f *fakeGate) Off() bool { return f.off }
+
+func (f *fakeGate) Admit(addr netip.AddrPort) error {
+	f.admits++
+	f.lastAddr = addr
+	if f.refuse {
+		return controlconn.ErrGoverned
+	}
+	return nil
+}
+
+func (f *fakeGate) Done(ctx context.Context, addr netip.AddrPort, err error) {
+	f.dones++
+	f.lastAddr, f.lastErr = addr, err
+	if ctx.Err() != nil {
+		f.abandonedDials++
+	}
+}
+
+// countingV2Dialer is an inner v2 HostDialer that counts its calls and fails or succeeds.
+type countingV2Dialer struct {
+	calls atomic.Int64
+	err   error
+}
+
+func (c *countingV2Dialer) DialHost(context.Context, *gocql.HostInfo) (*gocql.DialedHost, error) {
+	c.calls.Add(1)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return &gocql.DialedHost{}, nil
+}
+
+func v2Host(t testing.TB, addr string) *gocql.HostInfo {
+	t.Helper()
+	ap := netip.MustParseAddrPort(addr)
+	h, err := gocql.NewHostInfoFromAddrPort(net.IP(ap.Addr().AsSlice()), int(ap.Port()))
+	require.NoError(t, err)
+	return h
+}
+
+// The governed dialer asks the gate around every dial, keyed by the dialled address; a refusal
+// never reaches the inner dialer; an off gate, or a host without a usable address, is left to
+// the inner dialer untouched.
+func TestGovernedV2DialerAsksTheGate(t *testing.T) {
+	gate := &fakeGate{}
+	refused := errors.New("connection refused")
+	inner := &countingV2Dialer{err: refused}
+	d := &governedDialer{gate: gate, inner: inner}
+	h := v2Host(t, "127.0.0.7:9042")
+
+	_, err := d.DialHost(context.Background(), h)
+	assert.ErrorIs(t, err, refused)
+	assert.Equal(t, 1, gate.admits)
+	assert.Equal(t, 1, gate.dones)
+	assert.Equal(t, netip.MustParseAddrPort("127.0.0.7:9042"), gate.lastAddr)
+	assert.ErrorIs(t, gate.lastErr, refused, "the outcome is reported")
+
+	gate.refuse = true
+	_, err = d.DialHost(context.Background(), h)
+	assert.ErrorIs(t, err, controlconn.ErrGoverned)
+	assert.EqualValues(t, 1, inner.calls.Load(), "a refused dial sends nothing")
+	assert.Equal(t, 1, gate.dones, "no Done for a refused dial")
+
+	gate.off = true
+	_, err = d.DialHost(context.Background(), h)
+	assert.ErrorIs(t, err, refused, "off: the dial is made untouched")
+	assert.Equal(t, 2, gate.admits)
+
+	gate.off, gate.refuse = false, false
+	inner.err = nil
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = d.DialHost(cancelled, v2Host(t, "[::ffff:127.0.0.8]:9042"))
+	require.NoError(t, err)
+	assert.Equal(t, netip.MustParseAddrPort("127.0.0.8:9042"), gate.lastAddr, "IPv4-mapped addresses are unmapped")
+	assert.Equal(t, 1, gate.abandonedDials, "the caller's context reaches Done")
+
+	before := gate.admits
+	_, err = d.DialHost(context.Background(), &gocql.HostInfo{})
+	require.NoError(t, err)
+	assert.Equal(t, before, gate.admits, "no address: left to the inner dialer")
+}
+
+// gocql v2's semantics: its HostDialer as is (SslOpts ignored); else its Dialer; else a
+// net.Dialer with ConnectTimeout and SocketKeepalive; TLS per SslOpts, on a clone.
+func TestV2HostDialerSemantics(t *testing.T) {
+	user := &countingV2Dialer{}
+	cluster := gocql.NewCluster("127.0.0.1")
+	cluster.HostDialer = user
+	cluster.SslOpts = &gocql.SslOptions{}
+	assert.Same(t, user, v2HostDialer(cluster, nil))
+
+	cluster = gocql.NewCluster("127.0.0.1")
+	cluster.ConnectTimeout = 3 * time.Second
+	cluster.SocketKeepalive = 7 * time.Second
+	p := v2HostDialer(cluster, nil).(*plainDialer)
+	assert.Equal(t, &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 7 * time.Second}, p.dialer)
+	assert.Nil(t, p.tlsConfig)
+
+	var nd net.Dialer
+	cluster.Dialer = &nd
+	tc := &tls.Config{ServerName: "node"}
+	p = v2HostDialer(cluster, tc).(*plainDialer)
+	assert.Same(t, &nd, p.dialer)
+	require.NotNil(t, p.tlsConfig)
+	assert.NotSame(t, tc, p.tlsConfig, "a clone: the control connection's is not shared")
+	assert.Equal(t, "node", p.tlsConfig.ServerName)
+}
+
+// tlsServer is a TLS listener on 127.0.0.1 (httptest's certificate, valid for that address) and
+// a pool trusting it. Only the handshake matters here.
+func tlsServer(t *testing.T) (netip.AddrPort, *x509.CertPool) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the failed handshakes are the test's
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	return netip.MustParseAddrPort(srv.Listener.Addr().String()), pool
+}
+
+// Through New, the governed dialer honours the user's TLS: with SslOpts trusting the server
+// the handshake completes (a TLS connection, write coalescing off, as gocql v2 does); with host
+// verification and no trust it fails as gocql v2's would; without SslOpts it stays plain.
+func TestGovernedV2DialerHonoursTLS(t *testing.T) {
+	addr, pool := tlsServer(t)
+	host := v2Host(t, addr.String())
+	dial := func(t *testing.T, ssl *gocql.SslOptions) (*gocql.DialedHost, error) {
+		t.Helper()
+		cluster := gocql.NewCluster(addr.Addr().String())
+		cluster.Port = int(addr.Port())
+		cluster.SslOpts = ssl
+		cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, cc.Close()) })
+		require.IsType(t, &governedDialer{}, cluster.HostDialer)
+		return cluster.HostDialer.DialHost(context.Background(), host)
+	}
+
+	dh, err := dial(t, &gocql.SslOptions{Config: &tls.Config{RootCAs: pool}, EnableHostVerification: true})
+	require.NoError(t, err)
+	_, isTLS := dh.Conn.(*tls.Conn)
+	assert.True(t, isTLS, "the connection is wrapped in TLS")
+	assert.True(t, dh.DisableCoalesce, "TLS: write coalescing off")
+	_ = dh.Conn.Close()
+
+	_, err = dial(t, &gocql.SslOptions{EnableHostVerification: true})
+	var unknown x509.UnknownAuthorityError
+	assert.ErrorAs(t, err, &unknown, "host verification per SslOpts")
+
+	dh, err = dial(t, nil)
+	require.NoError(t, err)
+	_, isTLS = dh.Conn.(*tls.Conn)
+	assert.False(t, isTLS, "no SslOpts: plain TCP")
+	assert.False(t, dh.DisableCoalesce)
+	_ = dh.Conn.Close()
+}
+
+// New installs the governed dialer on the v2 config around the user's HostDialer, governs
+// ours through the same governor, shortens gocql v2's default reconnect tick only, rejects an
+// invalid Governor leaving the config alone, and without the option changes nothing.
+func TestNewWithDialGovernorV2(t *testing.T) {
+	user := &recordingDialer{}
+	cluster := gocql.NewCluster("127.0.0.1")
+	cluster.HostDialer = user
+	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc.Close()) }()
+	gd, ok := cluster.HostDialer.(*governedDialer)
+	require.True(t, ok, "gocql v2's dials go through the governor")
+	assert.Same(t, user, gd.inner, "around the user's HostDialer")
+	assert.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 1 s")
+
+	cluster = gocql.NewCluster("127.0.0.1")
+	cluster.ReconnectInterval = 5 * time.Second
+	cc2, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc2.Close()) }()
+	assert.IsType(t, &plainDialer{}, cluster.HostDialer.(*governedDialer).inner)
+	assert.Equal(t, 5*time.Second, cluster.ReconnectInterval, "a tick the user chose is kept")
+
+	cluster = gocql.NewCluster("127.0.0.1")
+	_, err = New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Jitter: 2}))
+	assert.ErrorIs(t, err, controlconn.ErrInvalidGovernor)
+	assert.Nil(t, cluster.HostDialer, "a rejected config is left alone")
+	assert.Nil(t, cluster.Metadata.HostListener.HostStateChangeListener)
+
+	cc3, err := New(cluster, controlconn.Cadence{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc3.Close()) }()
+	assert.Nil(t, cluster.HostDialer, "no governor: the dialer is untouched")
+	assert.Equal(t, 60*time.Second, cluster.ReconnectInterval, "no governor: v2's tick untouched")
+	assert.Zero(t, cc3.GovernorStats())
+}
+
+// End to end on real sockets: with the user's v2 HostDialer, every dial of the process, the
+// session's (control connection and pools) and ours, goes through the governor and then
+// through the user's dialer, and nothing dials around either.
+func TestGovernedV2SessionDialsThroughTheUsersHostDialer(t *testing.T) {
+	sim := startCluster(t, cqlsim.Config{Nodes: 2, ReleaseVersion: release311, BaseIP: "127.0.47.1"})
+	cluster := v2Cluster(sim)
+	user := &recordingDialer{}
+	cluster.HostDialer = user
+	cc := attach(t, cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	ours, err := cc.WaitConnected(context.Background())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		st := cc.GovernorStats()
+		return int64(len(user.dialled())) == st.Real() && st.Real() >= 4
+	}, 10*time.Second, 20*time.Millisecond, "every dial went through the governor, then the user's dialer: governor %+v, dialled %v",
+		cc.GovernorStats(), user.dialled())
+	seen := map[string]int{}
+	for _, a := range user.dialled() {
+		seen[a]++
+	}
+	for _, n := range sim.Nodes() {
+		assert.Positive(t, seen[n.Addr()], "node %s dialled through the user's dialer", n.Addr())
+	}
+	assert.Greater(t, seen[ours.Addr], 1, "ours and the session both dialled the host ours is on")
+	t.Logf("dials through the user's HostDialer per host: %v; governor %+v", seen, cc.GovernorStats())
+}
+
+// The hot path adds no allocation: a dial to a host believed up while ours is up.
+func TestGovernedV2DialUpHostAllocatesNothing(t *testing.T) {
+	d := hotPathDialer(t)
+	h := v2Host(t, "127.0.0.1:9042")
+	ctx := context.Background()
+	_, err := d.DialHost(ctx, h)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(1000, func() { _, _ = d.DialHost(ctx, h) })
+	assert.Zero(t, allocs, "allocations per governed dial to an up host")
+}
+
+// hotPathDialer is the governed dialer New installs, with an inner dialer that returns at once
+// (a shared result: the inner dialer allocates nothing either).
+func hotPathDialer(t testing.TB) *governedDialer {
+	cluster := gocql.NewCluster("127.0.0.1")
+	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
+	d := cluster.HostDialer.(*governedDialer)
+	d.inner = instantDialer{}
+	return d
+}
+
+type instantDialer struct{}
+
+var instant = &gocql.DialedHost{}
+
+func (instantDialer) DialHost(context.Context, *gocql.HostInfo) (*gocql.DialedHost, error) {
+	return instant, nil
+}
+
+// The hot path: what the governor adds to a dial to an up host while ours is up.
+func BenchmarkGovernedV2DialUpHost(b *testing.B) {
+	d := hotPathDialer(b)
+	h := v2Host(b, "127.0.0.1:9042")
+	ctx := context.Background()
+	if _, err := d.DialHost(ctx, h); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.DialHost(ctx, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
