@@ -288,7 +288,8 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 			return VerdictNoBudget
 		}
 		interval := d.interval(now)
-		d.nextReal = now.Add(jitter(interval, d.cfg.Jitter, d.rand()))
+		// Clamped after the jitter, as reconnect clamps its delays: never more than MaxInterval.
+		d.nextReal = now.Add(min(jitter(interval, d.cfg.Jitter, d.rand()), d.cfg.MaxInterval))
 		v = VerdictBudget
 	}
 	if h.down {

@@ -186,6 +186,23 @@ func TestDialGateBudgetJitter(t *testing.T) {
 	}
 }
 
+// At the cap the jitter only shortens the interval: MaxInterval is a promise, as DelayCap is
+// reconnect's (an hour into an outage, u → 1 gave 1.2 × 30 s = 36 s before the clamp).
+func TestDialGateBudgetJitterNeverPassesMaxInterval(t *testing.T) {
+	for _, c := range []struct {
+		u    float64
+		want time.Duration
+	}{{0, 24 * time.Second}, {0.5, 30 * time.Second}, {0.999, 30 * time.Second}} {
+		gate, err := NewDialGate(Governor{}, 0, func() float64 { return c.u })
+		require.NoError(t, err)
+		gate.ConnDown(t0)
+		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
+		require.False(t, gate.Done(t0, hostA, false, true), "a failed dial is no evidence")
+		require.Equal(t, VerdictBudget, gate.Admit(at(time.Hour), hostB))
+		assert.Equal(t, at(time.Hour+c.want), gate.NextReal(), "u=%v", c.u)
+	}
+}
+
 // While down, a known-down host's backoff is at most (hosts) × interval, so every host gets its
 // turn: the budget is not spent on one host while another is ready.
 func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
