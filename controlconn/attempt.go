@@ -13,12 +13,8 @@ import (
 // its own goroutine; run sends it the hosts evidenced while it runs, dialled at once.
 func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, error) {
 	hosts := *cc.planHosts.Load()
-	limit := 0
-	if !a.ReArmed && a.N > 1 { // the first attempt of a recovery sweeps every host; re-armed ones are evidence's
-		limit = BlindAttemptHosts
-	}
 	plan := cc.planner.Plan(time.Now(), PlanInput{
-		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: limit,
+		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: PlanLimit(a),
 	})
 	head := append([]Endpoint(nil), plan.Endpoints...)
 	tail := func(ctx context.Context) []Endpoint {

@@ -76,6 +76,7 @@
 //	PlanHost: Belief Endpoint
 //	PlanInput: Hint Hosts Limit LocalDC Port ReArmed
 //	Planner: Admit DialFailed DialSucceeded Evidence NextEligible Plan Suspect
+//	PlanLimit
 //	ProtocolMaxFrameSize ResolveContactPoints Resolver
 //	ServerError: Code Error Message
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt

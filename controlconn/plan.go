@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
 // Belief is what the control connection believes about a host's availability.
@@ -56,6 +58,17 @@ type PlanInput struct {
 // cluster. Two, so that one host that does not answer (a blackholed one) cannot make an
 // attempt miss a cluster that is back: the other is dialled after StaggerDelay.
 const BlindAttemptHosts = 2
+
+// PlanLimit is the PlanInput.Limit of attempt a: 0 (every known host) for the first attempt of
+// a recovery, which must find a live host at once when only some hosts are down, and for
+// re-armed attempts, where known-down hosts respect their own backoff instead; BlindAttemptHosts
+// for every later blind attempt.
+func PlanLimit(a reconnect.Attempt) int {
+	if a.ReArmed || a.N <= 1 {
+		return 0
+	}
+	return BlindAttemptHosts
+}
 
 // Planner orders the hosts of each attempt and remembers, per address, the dials that failed.
 // In an attempt started by evidence (a re-arm) a known-down host is dialled at most once per

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
 // Limited plans (blind attempts after the first of a recovery): a bounded number of known
@@ -140,4 +142,13 @@ func TestPlanLimitWithoutKnownHostsDialsEveryContactPoint(t *testing.T) {
 	plan := p.Plan(now, PlanInput{Limit: BlindAttemptHosts})
 	require.Empty(t, plan.Endpoints)
 	assert.Equal(t, addrs(contacts), addrs(p.Admit(now, plan, contacts, nil)))
+}
+
+// Which attempts are limited: blind ones after the first of a recovery.
+func TestPlanLimitOfAttempts(t *testing.T) {
+	assert.Zero(t, PlanLimit(reconnect.Attempt{N: 1}), "the first attempt of a recovery sweeps every host")
+	assert.Zero(t, PlanLimit(reconnect.Attempt{N: 1, ReArmed: true, Hint: "a"}))
+	assert.Zero(t, PlanLimit(reconnect.Attempt{N: 5, ReArmed: true, Hint: "a"}), "re-armed attempts are left as they are")
+	assert.Equal(t, BlindAttemptHosts, PlanLimit(reconnect.Attempt{N: 2}))
+	assert.Equal(t, BlindAttemptHosts, PlanLimit(reconnect.Attempt{N: 9, Hint: "a"}), "a blind attempt carrying an earlier hint")
 }

@@ -81,7 +81,7 @@ func TestBlindLongOutageVirtualTime(t *testing.T) {
 	var back latencies
 	for _, tc := range cases {
 		synctest.Test(t, func(t *testing.T) {
-			late, attempts, dials, capped := blindOutageInVirtualTime(t, tc.outage, tc.seed)
+			late, attempts, dials, capped := blindOutageInVirtualTime(t, 3, tc.outage, tc.seed)
 			back = append(back, late)
 			t.Logf("virtual time, %v outage (seed %d): back %v after the cluster was ready; %d attempts and %d dials during the outage; %d delays capped",
 				tc.outage, tc.seed, late, attempts, dials, capped)
@@ -94,12 +94,12 @@ func TestBlindLongOutageVirtualTime(t *testing.T) {
 	t.Logf("FIGURE blind recovery after 2-10 min outages (virtual time, DelayCap %v): %v", reconnect.DefaultDelayCap, back)
 }
 
-// blindOutageInVirtualTime runs inside a synctest bubble: connect, stay up past StableAfter,
-// lose the whole cluster for outage, bring it back, and return how late the control
-// connection was, the attempts and dials it made while the cluster was down and how many
-// blind delays DelayCap bound.
-func blindOutageInVirtualTime(t *testing.T, outage time.Duration, seed uint64) (late time.Duration, attempts, dials, capped int) {
-	sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3})
+// blindOutageInVirtualTime runs inside a synctest bubble: connect to a cluster of nodes, stay
+// up past StableAfter, lose the whole cluster for outage, bring it back, and return how late
+// the control connection was, the attempts and dials it made while the cluster was down and
+// how many blind delays DelayCap bound.
+func blindOutageInVirtualTime(t *testing.T, nodes int, outage time.Duration, seed uint64) (late time.Duration, attempts, dials, capped int) {
+	sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: nodes})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, sim.Close()) }()
 	var ips []string
