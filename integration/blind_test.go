@@ -2,11 +2,12 @@ package integration
 
 // Figures of the last run (go test -race ./integration/, 2 shared cores, 2026-11-30):
 //
-//	real time, 5 / 6 / 7.5 / 8.5 / 10 s outages: back 1794.5 / 697.1 / 1327.3 / 349.1 / 668.0 ms
-//	  after the first node_up (p50 697.1 ms, max 1794.5 ms; 6-8 attempts, 16-22 dials each)
-//	virtual time, 2 min outages (5 seeds, 2:00-2:13): back 3.8-17.2 s after the cluster was
-//	  ready (DelayCap 30 s), 22 attempts and 66 dials (3 nodes) each; 10 min: back 23.4 s,
-//	  39 attempts, 117 dials, 10 delays capped at 30 s
+//	real time, 5 / 6 / 7.5 / 8.5 / 10 s outages: back 1800.1 / 1003.8 / 1311.2 / 29.8 / 1125.4 ms
+//	  after the first node_up (p50 1125.4 ms, max 1800.1 ms; 6-8 attempts, 12-16 dials each:
+//	  3 in the first attempt, then controlconn.BlindAttemptHosts)
+//	virtual time, 2 min outages (5 seeds, 2:00-2:13): back 3.0-17.8 s after the cluster was
+//	  ready (DelayCap 30 s), 22 attempts and 45 dials (3 nodes) each; 10 min: back 24.2 s,
+//	  39 attempts, 79 dials, 11 delays capped at 30 s
 
 import (
 	"context"
