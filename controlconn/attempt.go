@@ -14,7 +14,7 @@ import (
 func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, error) {
 	hosts := *cc.planHosts.Load()
 	plan := cc.planner.Plan(time.Now(), PlanInput{
-		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed,
+		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: PlanLimit(a),
 	})
 	head := append([]Endpoint(nil), plan.Endpoints...)
 	tail := func(ctx context.Context) []Endpoint {

@@ -38,7 +38,7 @@
 //
 //	AllEvents
 //	Belief: String
-//	BeliefDown BeliefUnknown BeliefUp
+//	BeliefDown BeliefUnknown BeliefUp BlindAttemptHosts
 //	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
 //		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay
 //		Validate WithDefaults
@@ -74,8 +74,9 @@
 //	Option
 //	Plan: Endpoints
 //	PlanHost: Belief Endpoint
-//	PlanInput: Hint Hosts LocalDC Port ReArmed
+//	PlanInput: Hint Hosts Limit LocalDC Port ReArmed
 //	Planner: Admit DialFailed DialSucceeded Evidence NextEligible Plan Suspect
+//	PlanLimit
 //	ProtocolMaxFrameSize ResolveContactPoints Resolver
 //	ServerError: Code Error Message
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
 // Belief is what the control connection believes about a host's availability.
@@ -44,16 +46,40 @@ type PlanInput struct {
 	LocalDC string     // when set, local-DC hosts come before remote ones within a group
 	Port    int        // port for a hint given as a bare IP
 	ReArmed bool       // the attempt was started by evidence: down hosts respect their backoff
+	// Limit, when positive, bounds the known hosts of the plan besides the evidenced one: the
+	// Limit hosts whose latest failure is the oldest (hosts without one first, in the order
+	// Plan gives them), so that successive attempts rotate through the cluster; contact points
+	// that are not known hosts then respect their backoff. Zero plans every known host.
+	Limit int
+}
+
+// BlindAttemptHosts is the Limit of a blind attempt after the first of a recovery: it dials
+// the evidenced host, if any, and this many other known hosts, whatever the size of the
+// cluster. Two, so that one host that does not answer (a blackholed one) cannot make an
+// attempt miss a cluster that is back: the other is dialled after StaggerDelay.
+const BlindAttemptHosts = 2
+
+// PlanLimit is the PlanInput.Limit of attempt a: 0 (every known host) for the first attempt of
+// a recovery, which must find a live host at once when only some hosts are down, and for
+// re-armed attempts, where known-down hosts respect their own backoff instead; BlindAttemptHosts
+// for every later blind attempt.
+func PlanLimit(a reconnect.Attempt) int {
+	if a.ReArmed || a.N <= 1 {
+		return 0
+	}
+	return BlindAttemptHosts
 }
 
 // Planner orders the hosts of each attempt and remembers, per address, the dials that failed.
 // In an attempt started by evidence (a re-arm) a known-down host is dialled at most once per
 // its own backoff: after k consecutive failures it waits min(base·2^(k-1), max) before it is
 // dialled again, so evidence arriving twice a second cannot make dead hosts be dialled twice
-// a second. Attempts of the blind schedule dial every known host: the schedule is their
-// backoff, and skipping a host there could make recovery later than DelayCap. The evidenced
-// host ignores its backoff, and so does the longest-waiting host when every candidate would
-// otherwise be skipped, so an attempt always dials at least one host.
+// a second. Attempts of the blind schedule ignore that backoff (the schedule is theirs); the
+// first of a recovery dials every known host, so that a live host is found at once when only
+// some are down, and the later ones (PlanInput.Limit) dial BlindAttemptHosts of them in turn,
+// the least recently failed first, so that their cost does not grow with the cluster. The
+// evidenced host ignores its backoff and every limit, and so does the longest-waiting host when
+// every candidate would otherwise be skipped, so an attempt always dials at least one host.
 //
 // Plan, Admit and the dial records are called by the attempt goroutine; Evidence by the
 // owner goroutine; mu serialises them.
@@ -114,7 +140,7 @@ func (x *hostIndex) forEach(hint string, f func(addr string)) {
 
 type downRecord struct {
 	failures int
-	lastFail time.Time
+	lastFail time.Time // the latest failed dial or lost connection: the rotation's key
 	next     time.Time // not dialled before this, unless evidenced or forced
 }
 
@@ -137,12 +163,15 @@ type Plan struct {
 	Endpoints []Endpoint // in dial order: evidenced, up, unknown, eligible down
 	seen      map[string]bool
 	backoff   bool // down hosts and failed contact points respect their backoff
+	bounded   bool // known hosts were limited: failed contact points respect their backoff
 }
 
 // Plan orders the known hosts: the evidenced host first; then hosts believed up (shuffled,
 // local DC first); then unknown (same order rule); then hosts known down — believed down or
 // with a failed dial on record — longest-waiting first, and in a re-armed attempt only those
-// whose backoff has expired. Contact points are appended later through Admit.
+// whose backoff has expired. With in.Limit, the known hosts other than the evidenced one are
+// limited to the in.Limit of them whose latest failure is the oldest. Contact points are
+// appended later through Admit.
 func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -186,13 +215,19 @@ func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 			unknown = append(unknown, h)
 		}
 	}
+	order := make([]PlanHost, 0, len(in.Hosts))
 	for _, group := range [][]PlanHost{up, unknown} {
 		p.shuffle(len(group), func(i, j int) { group[i], group[j] = group[j], group[i] })
-		for _, h := range localFirst(group, in.LocalDC) {
-			add(h.Endpoint)
-		}
+		order = append(order, localFirst(group, in.LocalDC)...)
 	}
 	sortByWait(down, p.down)
+	if in.Limit > 0 && len(in.Hosts) > 0 {
+		p.rotate(plan, append(order, down...), in.Limit)
+		return plan
+	}
+	for _, h := range order {
+		add(h.Endpoint)
+	}
 	for _, h := range down {
 		if !plan.backoff || p.eligible(h.Addr, now) {
 			add(h.Endpoint)
@@ -201,9 +236,34 @@ func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 	return plan
 }
 
+// rotate puts in plan the limit hosts of order whose latest failure is the oldest (hosts
+// without one first; ties keep their order) and marks every host of order as planned, so that
+// Admit does not bring the others back as contact points.
+func (p *Planner) rotate(plan *Plan, order []PlanHost, limit int) {
+	plan.bounded = true
+	lastFail := func(h PlanHost) time.Time {
+		if r := p.down[h.Addr]; r != nil {
+			return r.lastFail
+		}
+		return time.Time{}
+	}
+	slices.SortStableFunc(order, func(a, b PlanHost) int { return lastFail(a).Compare(lastFail(b)) })
+	n := 0
+	for _, h := range order {
+		if h.Addr == "" || plan.seen[h.Addr] {
+			continue
+		}
+		plan.seen[h.Addr] = true
+		if n < limit {
+			plan.Endpoints = append(plan.Endpoints, h.Endpoint)
+			n++
+		}
+	}
+}
+
 // Admit filters the contact points (already resolved) for plan: addresses already in the plan
-// are dropped; in a re-armed attempt, addresses with a failed dial on record are admitted only
-// once their backoff expired. If
+// are dropped; in a re-armed or limited attempt, addresses with a failed dial on record are
+// admitted only once their backoff expired. If
 // nothing at all would be dialled, the longest-waiting candidate (known host or contact
 // point) is admitted anyway. The admitted endpoints are also appended to plan.Endpoints.
 func (p *Planner) Admit(now time.Time, plan *Plan, contacts []Endpoint, known []PlanHost) []Endpoint {
@@ -216,7 +276,7 @@ func (p *Planner) Admit(now time.Time, plan *Plan, contacts []Endpoint, known []
 			continue
 		}
 		plan.seen[ep.Addr] = true
-		if plan.backoff && !p.eligible(ep.Addr, now) {
+		if (plan.backoff || plan.bounded) && !p.eligible(ep.Addr, now) {
 			skipped = append(skipped, ep)
 			continue
 		}
@@ -292,13 +352,17 @@ func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost) {
 }
 
 // Suspect puts addr among the known-down hosts without a backoff (it is dialled after the
-// hosts believed up and unknown), unless it already has a record: its connection was just lost.
+// hosts believed up and unknown), unless it already has a record, and last in the rotation of
+// limited attempts: its connection was just lost.
 func (p *Planner) Suspect(addr string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.down[addr] == nil {
-		p.down[addr] = &downRecord{next: now}
+	rec := p.down[addr]
+	if rec == nil {
+		rec = &downRecord{next: now}
+		p.down[addr] = rec
 	}
+	rec.lastFail = now
 }
 
 // NextEligible returns when addr may be dialled again (zero if now).

@@ -40,7 +40,8 @@ type Config struct {
 	// Fleet is the number of clients in the fleet view; they all lose the cluster at t=0 and it is
 	// ready at exactly the nominal length. Default 1000.
 	Fleet int
-	// Nodes in the cluster. While all are down an attempt dials each of them. Default 3.
+	// Nodes in the cluster. While all are down an attempt dials each of them (ours: only its
+	// first and its re-armed ones; see the package comment). Default 3.
 	Nodes int
 	// ContactPoints are the addresses gocql dials again, after its ring hosts, on every failed
 	// sweep. Default Nodes (every node is a contact point).

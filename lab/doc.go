@@ -15,9 +15,11 @@
 //     StableAfter, so Recovery.Lost starts a fresh recovery with an immediate attempt.
 //   - The cluster is ready at t=D. A dial started before D is refused after Config.DialTime
 //     (1 ms); the first dial started at or after D connects. An attempt dials addresses one after
-//     the other until one connects: every node while all are down. gocql dials its ring hosts and
-//     then its contact points again (Config.ContactPoints, default every node), as its
-//     attemptReconnect falls back to the contact points.
+//     the other until one connects: every node while all are down, except ours' blind attempts
+//     after the first of a recovery, which dial controlconn.PlanLimit of them (plus the
+//     evidenced host, if the attempt carries one), as controlconn's host plan does. gocql dials
+//     its ring hosts and then its contact points again (Config.ContactPoints, default every
+//     node), as its attemptReconnect falls back to the contact points.
 //   - Lateness is the start of the reconnecting dial minus D; attempts are control-connection
 //     reconnection attempts (the reconnecting one included), dials the addresses they dial.
 //   - Per nominal length L (10 s, 1 min, 10 min, 1 h) the lab simulates Config.Samples (200)

@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
 )
 
 // model states what a run simulates, with its numbers: the table's footer and the JSON's
@@ -12,8 +14,9 @@ func model(cfg Config) []string {
 		"A discrete-event simulation in virtual time: no goroutines, no sleeping; every draw comes from a seeded math/rand/v2 PCG stream.",
 		fmt.Sprintf("The %d-node cluster goes down at t=0, when every client loses its control connection and starts its recovery, and is ready at t=D.", cfg.Nodes),
 		fmt.Sprintf("A dial started before D is refused after %v; the first dial started at or after D connects. An attempt dials addresses one after the other "+
-			"until one connects: all %d nodes while they are down (gocql: its %d ring hosts, then its %d contact points).",
-			cfg.DialTime, cfg.Nodes, cfg.Nodes, cfg.ContactPoints),
+			"until one connects: all %d nodes while they are down (ours: in the first attempt of its recovery and in re-armed ones, then %d a blind attempt, "+
+			"plus the evidenced host if any; gocql: its %d ring hosts, then its %d contact points).",
+			cfg.DialTime, cfg.Nodes, min(cfg.Nodes, controlconn.BlindAttemptHosts), cfg.Nodes, cfg.ContactPoints),
 		"Lateness is the start of the reconnecting dial minus D. Attempts are control-connection reconnection attempts, the reconnecting one included; dials are the addresses they dial.",
 		fmt.Sprintf("Per nominal length L, %d outages, each of length uniform in [%gL, %gL] with its own jitter stream; p50 and p99 are nearest-rank over them, max is the worst.",
 			cfg.Samples, 1-cfg.Spread, 1+cfg.Spread),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -21,14 +22,19 @@ const evidenceHint = "host-1"
 // goroutine only turns timers, results and re-arms into these calls, so driving them in virtual
 // time is driving Handler's logic. The connection had been up for an hour (longer than
 // StableAfter) when it was lost, so Lost starts a fresh recovery with an immediate attempt.
+// While every node refuses, an attempt dials what controlconn's host plan gives it: every node
+// in the first attempt of the recovery and in re-armed ones, then controlconn.PlanLimit of
+// them, plus the evidenced host if the attempt carries one.
 type ours struct {
 	r     *reconnect.Recovery
-	dials int
+	nodes int
+	dials int  // addresses the current attempt dials while every node refuses
 	stuck bool // StartAttempt refused an attempt next said was due
 }
 
-// newOurs returns a Recovery that has just lost a stable connection; u drives its jitter.
-func newOurs(cfg reconnect.Config, dials int, u func() float64) (*ours, error) {
+// newOurs returns a Recovery that has just lost a stable connection to a cluster of nodes; u
+// drives its jitter.
+func newOurs(cfg reconnect.Config, nodes int, u func() float64) (*ours, error) {
 	cfg.Rand, cfg.Observer = u, nil
 	r, err := reconnect.NewRecovery(cfg)
 	if err != nil {
@@ -44,7 +50,7 @@ func newOurs(cfg reconnect.Config, dials int, u func() float64) (*ours, error) {
 	if r.State() != reconnect.StateScheduled {
 		return nil, fmt.Errorf("lab: a Recovery that lost a stable connection is %v, not scheduled", r.State())
 	}
-	return &ours{r: r, dials: dials}, nil
+	return &ours{r: r, nodes: nodes, dials: nodes}, nil
 }
 
 func (o *ours) next() time.Duration {
@@ -55,8 +61,17 @@ func (o *ours) next() time.Duration {
 }
 
 func (o *ours) start(at time.Duration) {
-	if _, ok := o.r.StartAttempt(epoch.Add(at)); !ok {
+	a, ok := o.r.StartAttempt(epoch.Add(at))
+	if !ok {
 		o.stuck = true
+		return
+	}
+	o.dials = o.nodes
+	if limit := controlconn.PlanLimit(a); limit > 0 {
+		if a.Hint != "" {
+			limit++ // the evidenced host, on top of the limit
+		}
+		o.dials = min(o.nodes, limit)
 	}
 }
 

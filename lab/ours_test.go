@@ -30,17 +30,34 @@ func TestOursSchedule(t *testing.T) {
 	assert.Equal(t, 60*ms, o.connected-5*time.Second)
 
 	// Evidence that arrives while an attempt runs is held and placed when it fails: the attempt
-	// at 2.15 s fails at 2.153 s, the re-armed one starts then, and the blind deadline it leaves
-	// alone (2.15 + 1.3225 s: blind delays count from the attempt's start) reconnects.
+	// at 2.15 s (the third, so it dials 2 of the 3 nodes) fails at 2.152 s, the re-armed one
+	// starts then, and the blind deadline it leaves alone (2.15 + 1.3225 s: blind delays count
+	// from the attempt's start) reconnects.
 	got, o = schedule(t, newC(reconnect.Config{}), 2200*ms, 2151*ms, ms)
-	assert.Equal(t, secs(0, 1, 2.15, 2.153, 3.4725), got)
+	assert.Equal(t, secs(0, 1, 2.15, 2.152, 3.4725), got)
 	assert.Equal(t, 3472500*time.Microsecond, o.connected)
 
 	// An attempt that starts just before ready connects on a later address.
-	_, o = schedule(t, newC(reconnect.Config{}), 2151500*time.Microsecond, noEvidence, ms)
-	assert.Equal(t, 2152*ms, o.connected, "third address, dialled at 2.152 s")
+	_, o = schedule(t, newC(reconnect.Config{}), 2150500*time.Microsecond, noEvidence, ms)
+	assert.Equal(t, 2151*ms, o.connected, "second address, dialled at 2.151 s")
 	assert.Equal(t, 3, o.attempts)
-	assert.Equal(t, 3+3+3, o.dials)
+	assert.Equal(t, 3+2+2, o.dials, "every node in the first attempt, then controlconn.BlindAttemptHosts")
+
+	// A limited attempt whose dials all precede ready misses it: the next attempt connects.
+	_, o = schedule(t, newC(reconnect.Config{}), 2151500*time.Microsecond, noEvidence, ms)
+	assert.Equal(t, 3472500*time.Microsecond, o.connected, "the third node would have connected at 2.152 s")
+	assert.Equal(t, 4, o.attempts)
+	assert.Equal(t, 3+2+2+1, o.dials)
+
+	// A blind attempt carrying the hint of an earlier re-armed one dials it on top: on 7 nodes,
+	// the re-armed attempt at 1.001 s dials 7, the blind one at 2.15 s 1 + 2.
+	got, o = schedule(t, func() *ours {
+		c, err := newOurs(reconnect.Config{}, 7, half)
+		require.NoError(t, err)
+		return c
+	}(), 2200*ms, 1001*ms, 0)
+	assert.Equal(t, secs(0, 1, 1.001, 2.15, 3.4725), got)
+	assert.Equal(t, 7+2+7+3+1, o.dials, "sweep, limited, re-armed, hinted limited, connecting")
 
 	// The cap: with DelayCap 5 s the blind wait never exceeds it.
 	got, _ = schedule(t, newC(reconnect.Config{DelayCap: 5 * time.Second}), time.Minute, noEvidence, 0)
