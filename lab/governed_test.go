@@ -40,10 +40,10 @@ func TestGovernedRowPinned(t *testing.T) {
 		outage time.Duration
 		pin    pin
 	}{
-		{3, 20 * time.Second, pin{22.2, 1.82, 1.37, 3.57, 150.8, 35}},
-		{3, time.Minute, pin{49.0, 1.99, 2.03, 3.46, 412.7, 70}},
-		{3, time.Hour, pin{235.2, 29.03, 11.81, 30.31, 22076.1, 250}},
-		{7, 20 * time.Second, pin{27.0, 1.66, 1.60, 3.48, 345.1, 35}},
+		{3, 20 * time.Second, pin{22.4, 1.77, 1.43, 3.57, 141.5, 35}},
+		{3, time.Minute, pin{48.6, 1.97, 2.00, 3.45, 396.7, 70}},
+		{3, time.Hour, pin{234.9, 28.18, 14.20, 29.18, 21935.8, 250}},
+		{7, 20 * time.Second, pin{27.1, 1.60, 1.59, 3.48, 299.0, 35}},
 	} {
 		row := governedFixed(t, c.nodes, c.outage)[0]
 		g, p := row.Governed, c.pin
