@@ -37,6 +37,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
@@ -163,7 +164,7 @@ func TestContainerNetworkFaults(t *testing.T) {
 		// A second process beside the first, governed (WithDialGovernor): its dials, gocql's
 		// and ours, are counted at its dialer, the first process's at the gate.
 		gcluster := gocqlClusterOf(ips, 9042)
-		gdials := &countingDialer{}
+		gdials := &clientprobe.Dialer{}
 		gcluster.Dialer = gdials
 		gcc, gsession := attachSession(t, gcluster, controlconn.Cadence{
 			HeartbeatInterval: ctrHeartbeatInterval, HeartbeatTimeout: ctrHeartbeatTimeout,
@@ -203,7 +204,7 @@ func TestContainerNetworkFaults(t *testing.T) {
 		ctrEventually(t, img.converge, "queries of the governed session reach all three nodes again", func() bool { return ctrServing(gsession) == 3 })
 		gServingAt := time.Now()
 		t.Logf("FIGURE full restart, governed process: control connection on %s %s and its gocql session serving from all 3 %s after the first CQL port accepted; dials from the stop until then: governed process %d, the ungoverned one %d",
-			gep.Addr, ms(gConnectedAt.Sub(firstUp)), ms(gServingAt.Sub(firstUp)), gdials.in(stopAt, gServingAt), gate.in(stopAt, gServingAt))
+			gep.Addr, ms(gConnectedAt.Sub(firstUp)), ms(gServingAt.Sub(firstUp)), gdials.In(stopAt, gServingAt).Total(), gate.In(stopAt, gServingAt))
 		ctrSettled(t, gcc, truth, "full restart, governed")
 	})
 }
@@ -246,7 +247,7 @@ type ctrGate struct {
 	mu     sync.Mutex
 	closed bool
 	d      net.Dialer
-	stamps // every dial asked of the gate, passed or not
+	clientprobe.Stamps // every dial asked of the gate, passed or not
 }
 
 func (g *ctrGate) set(closed bool) {
@@ -256,7 +257,7 @@ func (g *ctrGate) set(closed bool) {
 }
 
 func (g *ctrGate) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	g.add(time.Now())
+	g.Add(time.Now())
 	g.mu.Lock()
 	closed := g.closed
 	g.mu.Unlock()
