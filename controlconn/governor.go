@@ -44,8 +44,9 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 // HostBackoff doubling per failed dial, or MaxInterval for a host our connection saw announced
 // DOWN or was lost from (its UP announcement, or our probe after a reconnection, opens it at
 // once; the slots only cover a missed announcement). When our connection is lost, the cluster
-// is presumed reachable until a dial fails (hosts not known down pass; the host it was lost
-// from waits HostBackoff). While our connection is down and the cluster unreachable as far
+// is presumed reachable until a dial to another host fails (hosts not known down pass; the
+// host it was lost from waits HostBackoff; a dial that connects meanwhile is no evidence, as
+// our recovery is dialling already). While our connection is down and the cluster unreachable as far
 // as we know, a real dial also needs the client-wide budget: the first at
 // once, the next one interval later; and a known-down host's backoff is at most (number of
 // hosts) × interval, so the budget rotates over the hosts. The first dial that connects
@@ -311,16 +312,19 @@ func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 
 // Lost records that our connection to addr was lost at now: our connection is down
 // (ConnDown), but one lost connection does not make the cluster unreachable: the hosts not
-// known down are presumed reachable (they pass) until a dial fails, which ends the
-// presumption (the budget applies from then on; in a full-cluster outage that costs one
-// failed dial) or a dial connects, which proves it. The host itself is suspect: known down, its next real dial HostBackoff away (gocql
-// redials a host at once when its connections close). If ours comes back elsewhere first, it
+// known down are presumed reachable (they pass) until a dial to another host fails, which
+// ends the presumption (the budget applies from then on; in a full-cluster outage that costs
+// one failed dial), or a dial connects, which proves it (no evidence for ours: its recovery
+// is dialling already). The host itself is suspect: known down, its next real dial
+// HostBackoff away (gocql redials a host at once when its connections close). If ours comes back elsewhere first, it
 // counts as announced DOWN (ConnUp), and our probe or its UP announcement opens it.
 func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 	d.ConnDown(now)
 	d.reachable, d.presumed = true, true
-	if h := d.host(addr); !h.down {
-		h.down, h.suspect = true, true
+	h := d.host(addr)
+	h.suspect = true // even if a dial failed first: gocql may notice the loss before we do
+	if !h.down {
+		h.down = true
 		h.failures = max(h.failures, 1)
 		h.next = now.Add(d.cfg.HostBackoff)
 	}
@@ -329,19 +333,21 @@ func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 // Done records the outcome of a dial Admit allowed: ok if the host accepted it. failed is
 // false for a dial abandoned by its caller (a cancelled context), which says nothing about the
 // host. It reports whether the dial is evidence that the cluster is back: it connected while
-// our connection is down.
+// our connection is down and the cluster unreachable as far as the gate knew.
 func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (evidence bool) {
 	h := d.host(addr)
 	switch {
 	case ok:
 		h.down, h.announced, h.suspect, h.failures, h.next = false, false, false, 0, time.Time{}
-		evidence = !d.connUp && h.accepted != d.epoch
+		// Evidence only while the cluster is unreachable as far as we know: once it is
+		// reachable (presumed after Lost, or proven by a dial, ours' own included) every host
+		// not known down passes, ours' recovery is dialling them already, and evidence
+		// handed to its attempt in flight would only make it dial one more host.
+		evidence = !d.connUp && !d.reachable && h.accepted != d.epoch
 		h.accepted = d.epoch
 		d.reachable, d.presumed = !d.connUp, false
 	case failed:
-		if d.presumed { // the presumption fails with the first dial: from now on, the budget
-			d.reachable, d.presumed = false, false
-		}
+		d.failedPresumption(h)
 		h.failures++
 		h.accepted = 0
 		next := now.Add(d.hostBackoff(now, h))
@@ -360,7 +366,22 @@ func (d *DialGate) DoneOwn(now time.Time, addr netip.AddrPort, ok, failed bool) 
 	switch {
 	case ok:
 		d.Done(now, addr, true, false)
-	case failed && d.presumed:
+	case failed:
+		if h := d.hosts[addr]; h != nil {
+			d.failedPresumption(h)
+		} else {
+			d.failedPresumption(&gateHost{})
+		}
+	}
+}
+
+// failedPresumption records that a dial to h failed while reachability may be presumed: the
+// presumption ends with the first failed dial (the budget applies from then on), except one
+// to the host our connection was lost from (suspect), whose failure says nothing about the
+// others: gocql redials that host as soon as its connections close, often before ours has
+// noticed the loss, and such a dial must not put ours and gocql on the budget.
+func (d *DialGate) failedPresumption(h *gateHost) {
+	if d.presumed && !h.suspect {
 		d.reachable, d.presumed = false, false
 	}
 }

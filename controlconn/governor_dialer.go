@@ -44,7 +44,7 @@ type GovernorStats struct {
 	Budget         int64 // real dials paid from the client-wide budget while our connection was down
 	RefusedBackoff int64 // refused: known-down host within its backoff
 	RefusedBudget  int64 // refused: our connection down and no budget
-	Evidence       int64 // governed dials that connected while our connection was down
+	Evidence       int64 // governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew
 }
 
 // Real is the number of dials that reached the network.
@@ -154,9 +154,20 @@ func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
 	g.mu.Unlock()
 	g.counts[v].Add(1)
 	if !v.Allowed() {
-		return fmt.Errorf("%w: %s (%s)", ErrGoverned, addr, v)
+		return refusal(addr, v)
 	}
 	return nil
+}
+
+// refusal is the error of a refused dial: a *net.OpError, as a dial that failed at once
+// returns, wrapping ErrGoverned, and not Temporary. gocql v1.7.0's pool fill retries a failed
+// dial per its ReconnectionPolicy (3 times, 1 s apart, by default) unless the error is a
+// *net.OpError that is not Temporary; it fills a down host's pool on its one reconnect
+// goroutine, so any other error would hold that goroutine about 3 s per refused host, and
+// the hosts behind it (and gocql's own UP handling of a host whose refused fill is still
+// retrying) would wait.
+func refusal(addr netip.AddrPort, v Verdict) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(addr), Err: fmt.Errorf("%w (%s)", ErrGoverned, v)}
 }
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)

@@ -223,10 +223,11 @@ func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 	}
 }
 
-// A governed dial that connects while our connection is down is evidence (once per host and
-// outage), and it proves the cluster reachable: that host and every host not known down pass
-// from then on (none is starved); hosts known down stay on the budget. Checked to fail while
-// only the connected host passed (a new gocql session then waited for the budget host by host).
+// A governed dial that connects while our connection is down and the cluster unreachable as
+// far as we know is evidence, and it proves the cluster reachable: that host and every host
+// not known down pass from then on (none is starved), and their dials that connect are no
+// further evidence; hosts known down stay on the budget. Checked to fail while only the
+// connected host passed (a new gocql session then waited for the budget host by host).
 func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	gate := newGate(t, Governor{})
 	gate.ConnDown(t0)
@@ -238,9 +239,11 @@ func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	for range 10 {
 		v, ev = dial(gate, at(1100*time.Millisecond), hostB, true)
 		assert.Equal(t, VerdictPass, v, "a host that accepts connections is not starved")
-		assert.False(t, ev, "evidence once per host and outage")
+		assert.False(t, ev, "the cluster is known reachable now: no news")
 	}
-	assert.Equal(t, VerdictPass, gate.Admit(at(1100*time.Millisecond), hostC), "reachable: a host not known down passes")
+	v, ev = dial(gate, at(1100*time.Millisecond), hostC, true)
+	assert.Equal(t, VerdictPass, v, "reachable: a host not known down passes")
+	assert.False(t, ev, "known reachable: another host that connects is no news")
 	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down stays on the budget")
 
 	// Our connection comes back and goes down again: the earlier evidence is stale.
@@ -358,4 +361,35 @@ func TestVerdictString(t *testing.T) {
 		assert.Equal(t, s, v.String())
 	}
 	assert.True(t, errors.Is(ErrGoverned, ErrGoverned))
+}
+
+// Our connection is lost while gocql redials the same host (its connections closed too, and
+// gocql often notices first): that host's failures, before or after Lost, do not end the
+// presumption that the rest of the cluster is reachable, and a dial that connects during the
+// presumption is no evidence (our recovery is dialling already; evidence handed to its
+// attempt would make it dial one more host). Checked to fail when only a host not yet down
+// at Lost counted as the lost one (the budget then applied and the dial was evidence), and
+// when any connected dial while ours was down was evidence.
+func TestDialGateLostHostDoesNotEndPresumption(t *testing.T) {
+	gate := newGate(t, Governor{})
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA))
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA), "gocql's two pool connections redial A")
+	assert.False(t, gate.Done(t0, hostA, false, true), "one fails before ours notices")
+	gate.Lost(at(time.Millisecond), hostA)
+	assert.False(t, gate.Done(at(2*time.Millisecond), hostA, false, true), "the other fails after")
+
+	v, ev := dial(gate, at(3*time.Millisecond), hostB, true)
+	assert.Equal(t, VerdictPass, v, "the rest of the cluster is still presumed reachable")
+	assert.False(t, ev, "a dial confirming the presumption is no evidence")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(4*time.Millisecond), hostA), "the lost host waits its backoff")
+
+	// Another loss; a failed dial to another host ends the presumption: the budget applies,
+	// and the dial it pays that connects is evidence.
+	gate.ConnUp(at(time.Second))
+	gate.HostUp(hostA)
+	gate.Lost(at(2*time.Second), hostB)
+	_, _ = dial(gate, at(2*time.Second), hostC, false)
+	v, ev = dial(gate, at(2*time.Second), hostA, true)
+	assert.Equal(t, VerdictBudget, v)
+	assert.True(t, ev, "connected while the cluster was unreachable as far as we knew: evidence")
 }

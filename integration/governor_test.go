@@ -37,6 +37,10 @@ const (
 	// dataPathBackWithin: a host's pool is refilled on gocql's 1 s reconnect tick once the
 	// governor opens the host (at once when ours is back, or on its own dial slot).
 	dataPathBackWithin = 3500 * time.Millisecond
+	// rollingDataPathWithin: in a rolling restart ours stays up and opens a restarted host
+	// on its UP announcement (GossipDelay, 1 s, after the port opens); gocql's next 1 s
+	// reconnect tick refills the pool; the rest is margin for a shared machine.
+	rollingDataPathWithin = 2500 * time.Millisecond
 )
 
 // stamps is a list of instants, safe for concurrent use.
@@ -85,6 +89,15 @@ func (g *gocqlDials) ObserveConnect(c gocql.ObservedConnect) {
 	}
 }
 
+// attemptDials counts the dials of our connection's attempts (an Observer: DialStarted), so
+// that the rest of ours's dials are its reconciliation probes.
+type attemptDials struct {
+	controlconn.NopObserver
+	stamps
+}
+
+func (a *attemptDials) DialStarted(controlconn.Endpoint) { a.add(time.Now()) }
+
 // pinPolicy lets a test pin the next queries to one host (by address); nil pin: the inner
 // policy's order.
 type pinPolicy struct {
@@ -126,12 +139,14 @@ type governedProcess struct {
 	session *gocql.Session
 	pin     *pinPolicy
 	dials   *countingDialer
-	gocql   *gocqlDials // gocql's dials alone
+	gocql   *gocqlDials   // gocql's dials alone
+	attempt *attemptDials // our connection's attempt dials (the rest of ours's are probes)
 }
 
 func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...string) *governedProcess {
 	t.Helper()
-	p := &governedProcess{dials: &countingDialer{}, gocql: &gocqlDials{}, pin: &pinPolicy{HostSelectionPolicy: gocql.RoundRobinHostPolicy()}}
+	p := &governedProcess{dials: &countingDialer{}, gocql: &gocqlDials{}, attempt: &attemptDials{},
+		pin: &pinPolicy{HostSelectionPolicy: gocql.RoundRobinHostPolicy()}}
 	cluster := gocqlCluster(sim)
 	if len(contacts) > 0 {
 		cluster.Hosts = contacts
@@ -140,7 +155,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	cluster.Dialer = p.dials
 	cluster.ConnectObserver = p.gocql
 	cluster.PoolConfig.HostSelectionPolicy = p.pin
-	opts := []controlconn.Option{}
+	opts := []controlconn.Option{controlconn.WithObserver(p.attempt)}
 	if governed {
 		opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
 	}
@@ -249,20 +264,25 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 }
 
 // Rolling restart of 5 nodes, 5 s down each: the governed data path never loses a host other
-// than the one restarting, the restarting one serves again within dataPathBackWithin of its
+// than the one restarting, the restarting one serves again within rollingDataPathWithin of its
 // node_up, and the governed process dials no more than the same process ungoverned (README
-// setup) beside it, nor gocql within it. Checked to fail before announced-down hosts (and the host our connection
-// was lost from) got MaxInterval between their slots (1 s, 2 s, ... slots to the node while it
-// was down), and while losing our connection made the whole cluster unreachable (gocql's
-// redials of the restarting node took the budget, ours waited 11 s, host 0 lost 6 s).
+// setup) beside it: gocql's dials, our connection's attempts, and the whole process but our
+// reconciliation probes, whose number (one per other host, skipped for a host gocql reported
+// on since our adoption) depends on whether gocql's report beat our adoption by a few
+// milliseconds, in either process, and is bounded instead. About 38 s.
 //
-// It runs under make long only: on the code that merged the governor with the single owner it
-// failed 3 of 4 runs (one host's data path back 5.2 s after its node_up, or the whole process
-// dialling 21–22 times against 20–21 ungoverned), against 2 of 14 before; the cause is open.
+// Checked to fail before announced-down hosts (and the host our connection was lost from) got
+// MaxInterval between their slots, and while losing our connection made the whole cluster
+// unreachable. After the governor met the single-owner ControlConnection it failed 3 of 4
+// runs, for three reasons, each seen in the governor's decisions logged during failing runs
+// and each with a controlconn unit test that fails when it is put back: a refusal that was
+// not a non-temporary *net.OpError, which gocql's pool fill retried 3 times 1 s apart on its
+// one reconnect goroutine (a host's pool back 5.2-8.4 s after its node_up, waiting behind the
+// next node's refused refill); gocql's redial of the host ours was lost from, failing just
+// before ours noticed the loss, ending the presumption that the rest is reachable; and a
+// connected gocql dial while the cluster was known reachable counting as evidence, handed to
+// our attempt in flight, which then dialled one more host.
 func TestGovernedRollingRestart(t *testing.T) {
-	if os.Getenv(longEnv) == "" {
-		t.Skipf("a long case with a known open failure (see the comment above); run it with %s=1 (make long)", longEnv)
-	}
 	sim := startCluster(t, cqlsim.Config{Nodes: 5, ReleaseVersion: "3.11.17"})
 	// Both processes' control connections (gocql's and ours) start on the node restarted last,
 	// so each fails over exactly once, at the end, and the two processes' dials compare.
@@ -294,7 +314,7 @@ func TestGovernedRollingRestart(t *testing.T) {
 	}()
 	begin := time.Now()
 	require.NoError(t, sim.RollingRestart(5*time.Second, time.Second))
-	time.Sleep(dataPathBackWithin)
+	time.Sleep(rollingDataPathWithin)
 	close(stop)
 	<-done
 	end := time.Now()
@@ -308,7 +328,7 @@ func TestGovernedRollingRestart(t *testing.T) {
 			if p.host != i {
 				continue
 			}
-			restarting := within(p.at, down.At.Add(-200*time.Millisecond), up.At.Add(dataPathBackWithin))
+			restarting := within(p.at, down.At.Add(-200*time.Millisecond), up.At.Add(rollingDataPathWithin))
 			assert.True(t, p.ok || restarting, "host %d failed a pinned query at %s, outside its own restart", i, p.at.Sub(begin))
 			if p.ok && servedAgain.IsZero() && p.at.After(up.At) {
 				servedAgain = p.at
@@ -316,18 +336,39 @@ func TestGovernedRollingRestart(t *testing.T) {
 		}
 		require.False(t, servedAgain.IsZero(), "host %d never served again", i)
 		back = append(back, servedAgain.Sub(up.At))
-		if late := servedAgain.Sub(up.At); late > dataPathBackWithin {
+		if late := servedAgain.Sub(up.At); late > rollingDataPathWithin {
 			// For whoever looks into it: what the simulator did around this host's restart.
 			for _, e := range eventsIn(sim, down.At.Add(-time.Second), servedAgain, func(e cqlsim.Event) bool { return e.Node == i }) {
 				t.Logf("host %d late by %s: %s %s %s %s", i, ms(late), e.At.Sub(begin).Round(time.Millisecond), e.Kind, e.Client, e.Detail)
 			}
 		}
 	}
-	g, u := gov.dials.in(begin, end), ungov.dials.in(begin, end)
-	gg, gu := gov.gocql.in(begin, end), ungov.gocql.in(begin, end)
-	t.Logf("FIGURE rolling restart, 5 nodes, 5 s down each: governed data path back per host after its node_up %v; gocql's dials governed %d, ungoverned %d; whole process governed %d, ungoverned (gocql + ours, README setup) %d; governor %+v",
-		back, gg, gu, g, u, gov.cc.GovernorStats())
-	assert.LessOrEqual(t, back.max(), dataPathBackWithin)
-	assert.LessOrEqual(t, g, u, "governed dials <= ungoverned")
-	assert.LessOrEqual(t, gg, gu, "gocql's dials governed (1 s reconnect tick) <= ungoverned (60 s)")
+	gd, ud := processDials(gov, begin, end), processDials(ungov, begin, end)
+	t.Logf("FIGURE rolling restart, 5 nodes, 5 s down each: governed data path back per host after its node_up %v; dials governed / ungoverned (README setup): gocql %d / %d, our attempts %d / %d, our probes %d / %d, whole process %d / %d; governor %+v",
+		back, gd.gocql, ud.gocql, gd.attempts, ud.attempts, gd.probes, ud.probes, gd.total(), ud.total(), gov.cc.GovernorStats())
+	assert.LessOrEqual(t, back.max(), rollingDataPathWithin, "every host's governed data path back after its node_up")
+	assert.LessOrEqual(t, gd.gocql, ud.gocql, "gocql's dials governed (1 s reconnect tick) <= ungoverned (60 s)")
+	assert.LessOrEqual(t, gd.attempts, ud.attempts, "our connection's attempt dials governed <= ungoverned")
+	assert.LessOrEqual(t, gd.total()-gd.probes, ud.total()-ud.probes, "governed dials <= ungoverned (our probes aside)")
+	// Probes: one per other host on each adoption (both processes adopt once, after the last
+	// node's stop), fewer when gocql reported on the host first; the governor passes them.
+	assert.LessOrEqual(t, gd.probes, len(ips)-1, "governed probes: one per other host at most")
+	assert.LessOrEqual(t, ud.probes, len(ips)-1, "ungoverned probes: one per other host at most")
+}
+
+// dialCounts splits a process's dials that reached the network.
+type dialCounts struct {
+	gocql    int // gocql's (control connection and pools)
+	attempts int // our connection's attempts
+	probes   int // our reconciliation probes: one per other host when ours is adopted
+}
+
+func (d dialCounts) total() int { return d.gocql + d.attempts + d.probes }
+
+// processDials counts p's dials within [from, to]. Every dial of the process is counted at its
+// Dialer; gocql's are those its ConnectObserver saw (less what the governor refused, which never
+// reaches the Dialer); our attempts' are those our Observer saw; the rest are our probes.
+func processDials(p *governedProcess, from, to time.Time) dialCounts {
+	all, g, a := p.dials.in(from, to), p.gocql.in(from, to), p.attempt.in(from, to)
+	return dialCounts{gocql: g, attempts: a, probes: all - g - a}
 }
