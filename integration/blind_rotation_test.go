@@ -18,6 +18,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -110,7 +111,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 				t.Parallel()
 				sim := startCluster(t, cqlsim.Config{Nodes: nodes})
 				rec := newRecorder()
-				counted := &countingDialer{}
+				counted := &clientprobe.Dialer{}
 				cfg := blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter})
 				cfg.Conn.Dialer = counted
 				cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec),
@@ -126,7 +127,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 				readyAt := time.Now()
 				require.NoError(t, sim.StartAll())
 				connectedAt, _ := connectedAfter(t, cc, readyAt, 30*time.Second)
-				dials := counted.in(stopAt, connectedAt)
+				dials := counted.In(stopAt, connectedAt.Add(time.Nanosecond)).Total()
 				attempts := len(rec.attemptsIn(stopAt, connectedAt))
 				t.Logf("FIGURE real sockets, %d nodes, %v outage: %d dials (SYNs) from the stop to connected, %d attempts; back %s after ready",
 					nodes, rotationOutage, dials, attempts, ms(connectedAt.Sub(readyAt)))

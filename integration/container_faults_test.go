@@ -244,9 +244,9 @@ func ctrSettled(t *testing.T, cc *controlconn.ControlConnection, truth map[strin
 
 // ctrGate is the client's dialer; while closed, every dial fails at once, as in a partition.
 type ctrGate struct {
-	mu     sync.Mutex
-	closed bool
-	d      net.Dialer
+	mu                 sync.Mutex
+	closed             bool
+	d                  net.Dialer
 	clientprobe.Stamps // every dial asked of the gate, passed or not
 }
 

@@ -10,16 +10,14 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -43,90 +41,19 @@ const (
 	rollingDataPathWithin = 2500 * time.Millisecond
 )
 
-// stamps is a list of instants, safe for concurrent use.
-type stamps struct {
-	mu sync.Mutex
-	at []time.Time
-}
-
-func (s *stamps) add(at time.Time) {
-	s.mu.Lock()
-	s.at = append(s.at, at)
-	s.mu.Unlock()
-}
-
-// in counts the instants within [from, to].
-func (s *stamps) in(from, to time.Time) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, at := range s.at {
-		if within(at, from, to) {
-			n++
-		}
-	}
-	return n
-}
-
-// countingDialer is a client's gocql.Dialer that timestamps every dial it makes.
-type countingDialer struct {
-	d net.Dialer
-	stamps
-}
-
-func (c *countingDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	c.add(time.Now())
-	return c.d.DialContext(ctx, network, addr)
-}
-
-// gocqlDials counts gocql's own dials that reached the network (a gocql.ConnectObserver: it
-// sees the governor's refusals as errors wrapping ErrGoverned, and leaves those out).
-type gocqlDials struct{ stamps }
-
-func (g *gocqlDials) ObserveConnect(c gocql.ObservedConnect) {
-	if !errors.Is(c.Err, controlconn.ErrGoverned) {
-		g.add(c.Start)
-	}
-}
-
 // attemptDials counts the dials of our connection's attempts (an Observer: DialStarted), so
 // that the rest of ours's dials are its reconciliation probes.
 type attemptDials struct {
 	controlconn.NopObserver
-	stamps
+	clientprobe.Stamps
 }
 
-func (a *attemptDials) DialStarted(controlconn.Endpoint) { a.add(time.Now()) }
-
-// pinPolicy lets a test pin the next queries to one host (by address); nil pin: the inner
-// policy's order.
-type pinPolicy struct {
-	gocql.HostSelectionPolicy
-	pin atomic.Pointer[string]
-}
-
-func (p *pinPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
-	next := p.HostSelectionPolicy.Pick(q)
-	want := p.pin.Load()
-	if want == nil {
-		return next
-	}
-	return func() gocql.SelectedHost {
-		for {
-			h := next()
-			if h == nil || h.Info().ConnectAddress().String() == *want {
-				return h
-			}
-		}
-	}
-}
+func (a *attemptDials) DialStarted(controlconn.Endpoint) { a.Add(time.Now()) }
 
 // servedBy runs a query pinned to ip and reports whether that host answered it.
-func servedBy(s *gocql.Session, p *pinPolicy, ip string) bool {
-	p.pin.Store(&ip)
-	defer p.pin.Store(nil)
+func servedBy(s *gocql.Session, ip string) bool {
 	var addr net.IP
-	err := s.Query("SELECT rpc_address FROM system.local").Scan(&addr)
+	err := s.Query("SELECT rpc_address FROM system.local").WithContext(clientprobe.WithHost(context.Background(), ip)).Scan(&addr)
 	return err == nil && addr.String() == ip
 }
 
@@ -137,24 +64,20 @@ func servedBy(s *gocql.Session, p *pinPolicy, ip string) bool {
 type governedProcess struct {
 	cc      *controlconn.ControlConnection
 	session *gocql.Session
-	pin     *pinPolicy
-	dials   *countingDialer
-	gocql   *gocqlDials   // gocql's dials alone
-	attempt *attemptDials // our connection's attempt dials (the rest of ours's are probes)
+	dials   *clientprobe.Dialer // every dial that reached the network, by caller
+	attempt *attemptDials       // our connection's attempt dials (the rest of ours's are probes)
 }
 
 func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...string) *governedProcess {
 	t.Helper()
-	p := &governedProcess{dials: &countingDialer{}, gocql: &gocqlDials{}, attempt: &attemptDials{},
-		pin: &pinPolicy{HostSelectionPolicy: gocql.RoundRobinHostPolicy()}}
+	p := &governedProcess{dials: &clientprobe.Dialer{}, attempt: &attemptDials{}}
 	cluster := gocqlCluster(sim)
 	if len(contacts) > 0 {
 		cluster.Hosts = contacts
 	}
 	cluster.ReconnectInterval = 60 * time.Second
 	cluster.Dialer = p.dials
-	cluster.ConnectObserver = p.gocql
-	cluster.PoolConfig.HostSelectionPolicy = p.pin
+	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
 	opts := []controlconn.Option{controlconn.WithObserver(p.attempt)}
 	if governed {
 		opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
@@ -172,7 +95,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	startCC(t, p.cc, 10*time.Second)
 	eventually(t, 10*time.Second, func() bool {
 		for _, ip := range hostsOf(sim.Nodes()) {
-			if !servedBy(p.session, p.pin, ip) {
+			if !servedBy(p.session, ip) {
 				return false
 			}
 		}
@@ -207,10 +130,10 @@ const longEnv = "CQLCONTROL_LONG"
 func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials int) {
 	sim := startCluster(t, cqlsim.Config{Nodes: nodes, ReleaseVersion: "3.11.17"})
 	p := startProcess(t, sim, true)
-	cc, session, pin, governed := p.cc, p.session, p.pin, p.dials
+	cc, session, governed := p.cc, p.session, p.dials
 
 	// gocql alone, as users run it (default 60 s reconnect tick).
-	alone := &countingDialer{}
+	alone := &clientprobe.Dialer{}
 	aloneCluster := gocqlCluster(sim)
 	aloneCluster.ReconnectInterval = 60 * time.Second
 	aloneCluster.Dialer = alone
@@ -240,7 +163,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 			nodeUp := awaitEvent(t, sim, begin, 10*time.Second, nodeEvent(cqlsim.EventNodeUp, i))
 			var servedAt time.Time
 			eventually(t, 30*time.Second, func() bool {
-				if servedBy(session, pin, ip) {
+				if servedBy(session, ip) {
 					servedAt = time.Now()
 					return true
 				}
@@ -250,7 +173,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 		}
 		dataLate = append(dataLate, roundData...)
 
-		g, u := governed.in(begin, connectedAt), alone.in(begin, connectedAt)
+		g, u := governed.In(begin, connectedAt).Total(), alone.In(begin, connectedAt).Total()
 		t.Logf("FIGURE governed %v full outage %d/%d, %d nodes: %d dials of the governed process (gocql + ours) from the stop until ours was back, gocql alone %d; ours back %s after the first node_up (on %s); data path back per host after its node_up %v; governor: %+v",
 			outage, round+1, n, nodes, g, u, ms(connectedAt.Sub(up.At)), ep.Addr, roundData, cc.GovernorStats())
 		assert.LessOrEqual(t, g, maxDials, "dials of the governed process")
@@ -307,7 +230,7 @@ func TestGovernedRollingRestart(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			for i, ip := range ips {
-				ok := servedBy(gov.session, gov.pin, ip)
+				ok := servedBy(gov.session, ip)
 				probes = append(probes, probe{host: i, at: time.Now(), ok: ok})
 			}
 		}
@@ -365,10 +288,11 @@ type dialCounts struct {
 
 func (d dialCounts) total() int { return d.gocql + d.attempts + d.probes }
 
-// processDials counts p's dials within [from, to]. Every dial of the process is counted at its
-// Dialer; gocql's are those its ConnectObserver saw (less what the governor refused, which never
-// reaches the Dialer); our attempts' are those our Observer saw; the rest are our probes.
+// processDials counts p's dials within [from, to). Every dial of the process that reached the
+// network is counted at its Dialer, gocql's told from ours by the dialling stack (what the
+// governor refused never reaches it); our attempts' are those our Observer saw; the rest of
+// ours are our probes.
 func processDials(p *governedProcess, from, to time.Time) dialCounts {
-	all, g, a := p.dials.in(from, to), p.gocql.in(from, to), p.attempt.in(from, to)
-	return dialCounts{gocql: g, attempts: a, probes: all - g - a}
+	c, a := p.dials.In(from, to), p.attempt.In(from, to)
+	return dialCounts{gocql: c.GocqlControl + c.GocqlPool, attempts: a, probes: c.Ours - a}
 }
