@@ -253,6 +253,18 @@ func (d *DialGate) HostUp(addr netip.AddrPort) {
 	h.accepted = d.epoch
 }
 
+// SeenUp records that our connection, being adopted, sees addr up in its first metadata read:
+// its dials pass at once, as after HostUp, except for the host our connection was lost from
+// (Lost) while it still is suspect: the system tables' view of a node that has just stopped
+// lags (its DOWN is announced after gossip notices), so that host waits for our probe of it
+// (DoneOwn) or its UP announcement. Call it before ConnUp, which ends the suspicion.
+func (d *DialGate) SeenUp(addr netip.AddrPort) {
+	if h := d.hosts[addr]; h != nil && h.suspect {
+		return
+	}
+	d.HostUp(addr)
+}
+
 // HostDown records that addr is down at now (a server DOWN event on our connection): while
 // our connection is up, its real dials are MaxInterval apart, since the same connection will
 // announce it UP (HostUp opens it at once); the slots only cover a missed announcement.

@@ -32,7 +32,7 @@ func WithDialGovernor(g Governor) Option {
 // connection receives or on this tick; with the governor, a 1 s tick costs no storm (a
 // known-down host still gets one real dial per backoff) and a host's pool comes back within
 // about a second of the governor opening it.
-const GovernedReconnectInterval = time.Second
+const GovernedReconnectInterval = 250 * time.Millisecond
 
 // gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
 const gocqlDefaultReconnectInterval = 60 * time.Second
@@ -86,8 +86,18 @@ func (g *dialGovernor) locked(f func(d *DialGate, now time.Time)) {
 	f(g.gate, g.now())
 }
 
-// ConnUp tells the governor our connection is up.
-func (g *dialGovernor) ConnUp() { g.locked((*DialGate).ConnUp) }
+// Connected tells the governor our connection is up and sees the hosts at seenUp ("ip:port",
+// as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock.
+func (g *dialGovernor) Connected(seenUp []string) {
+	g.locked(func(d *DialGate, now time.Time) {
+		for _, addr := range seenUp {
+			if ap, ok := parseAddrPort(addr); ok {
+				d.SeenUp(ap)
+			}
+		}
+		d.ConnUp(now)
+	})
+}
 
 // ConnDown tells the governor our connection is down: the client-wide budget applies.
 func (g *dialGovernor) ConnDown() { g.locked((*DialGate).ConnDown) }
@@ -363,12 +373,13 @@ func (cc *ControlConnection) governConnected() {
 	if cc.gov == nil {
 		return
 	}
-	cc.gov.ConnUp()
+	var up []string
 	for _, h := range *cc.planHosts.Load() {
 		if h.Belief == BeliefUp {
-			cc.gov.HostUp(h.Addr)
+			up = append(up, h.Addr)
 		}
 	}
+	cc.gov.Connected(up)
 }
 
 // governStatus passes a STATUS_CHANGE event of our connection to the governor (owner goroutine).

@@ -144,7 +144,7 @@ func TestGovernedHostDialer(t *testing.T) {
 	cancel()
 	inner.err = context.Canceled
 	other := testHost(t, "127.0.0.2:9042")
-	g.ConnUp()
+	g.Connected(nil)
 	_, _ = d.DialHost(cancelled, other)
 	inner.err = nil
 	_, err = d.DialHost(context.Background(), other)
@@ -202,7 +202,7 @@ func TestGovernedNetDialerOwnDials(t *testing.T) {
 	assert.Zero(t, g.Stats().Evidence)
 
 	// Our failed dial does not make the host known down for gocql (ours may be cut off alone).
-	g.ConnUp()
+	g.Connected(nil)
 	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
 	require.Error(t, err)
 	require.NotErrorIs(t, err, ErrGoverned)
@@ -225,7 +225,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 	require.True(t, ok, "ours too")
 	assert.Same(t, gd.g, nd.g, "one budget for the process")
 	assert.Equal(t, 30*time.Second, gd.g.gate.Config().MaxInterval, "capped by DelayCap")
-	assert.Equal(t, time.Second, cfg.ReconnectInterval, "gocql's default 60 s tick becomes 1 s")
+	assert.Equal(t, 250*time.Millisecond, cfg.ReconnectInterval, "gocql's default 60 s tick becomes 250 ms")
 
 	user := &countingHostDialer{}
 	cfg = gocql.NewCluster("127.0.0.1")

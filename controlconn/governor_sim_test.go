@@ -1,9 +1,10 @@
 package controlconn
 
 // Whole-client outages in virtual time (testing/synctest): a gocql-like client (a control
-// connection sweeping every host each second, and one pool per host redialling each second,
-// as with a 1 s ReconnectInterval) and ours (the default blind schedule, re-armed by dial
-// evidence) dial through one governor, against a fake network that refuses every dial until
+// connection sweeping every host each second, and one pool per host redialling on each
+// ReconnectInterval tick, GovernedReconnectInterval governed and 1 s in the baseline) and ours
+// (the default blind schedule, re-armed by dial evidence, probing the host it was lost from
+// once back, as the reconciliation probes do) dial through one governor, against a fake network that refuses every dial until
 // the cluster is ready. The same clients without the governor are the baseline.
 //
 // Checked to fail without the governor's rules (Admit passing every dial): 415 real dials in
@@ -94,10 +95,13 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 			time.Sleep(time.Second)
 		}
 	})
-	// gocql's pools: one ticker (ReconnectInterval 1 s, its own phase) redials every host that
-	// is still down.
+	// gocql's pools: one ticker (its own phase) redials every host that is still down.
+	tick := time.Second
+	if governed {
+		tick = GovernedReconnectInterval
+	}
 	wg.Go(func() {
-		time.Sleep(poolPhase)
+		time.Sleep(poolPhase % tick)
 		down := append([]*gocql.HostInfo(nil), hosts...)
 		for len(down) > 0 {
 			still := down[:0]
@@ -110,7 +114,7 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 				poolsBack = time.Now()
 				return
 			}
-			time.Sleep(time.Second)
+			time.Sleep(tick)
 		}
 	})
 	// Ours: the default blind schedule, re-armed at once by evidence; every host per attempt.
@@ -122,11 +126,15 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 					dialsAtBack = net.dials.Load()
 					oursBack = time.Now()
 					if gov != nil {
-						gov.ConnUp()
+						var up []string
 						for _, h := range hosts {
 							a, _ := hostAddrPort(h)
-							gov.HostUp(a.String())
+							up = append(up, a.String())
 						}
+						gov.Connected(up)
+						// The probe of the host ours was lost from, within probeSpread.
+						time.Sleep(probeSpread / 2)
+						_, _ = ourDialer.DialHost(ctx, hosts[0])
 					}
 					return
 				}
@@ -164,14 +172,14 @@ func phasedOutages(t *testing.T, base time.Duration, check func(t *testing.T, ou
 // 60 s full outage, 3 nodes: the whole process makes at most 70 real dials until ours is
 // back (the clients alone make over 300). Ours is back within the budget's interval at 60 s
 // (60 s / 36 = 1.67 s) plus the longest pause between two dials the clients ask for (1 s),
-// and every pool one reconnect tick after that, whatever the phases of readiness and of
-// gocql's timers.
+// and every pool one reconnect tick after that, or after our probe of the host ours was lost
+// from (within probeSpread), whatever the phases of readiness and of gocql's timers.
 func TestGovernorSixtySecondOutageVirtualTime(t *testing.T) {
 	const interval, gap = 60 * time.Second / 36, time.Second
 	worst := phasedOutages(t, 60*time.Second, func(t *testing.T, outage, phase time.Duration, r outageResult) {
 		assert.LessOrEqual(t, r.dials, int64(70), "outage %v: real dials", outage)
 		assert.LessOrEqual(t, r.oursBack, interval+gap, "outage %v, phase %v: ours back", outage, phase)
-		assert.LessOrEqual(t, r.poolsBack, interval+2*gap, "outage %v, phase %v: pools back", outage, phase)
+		assert.LessOrEqual(t, r.poolsBack, interval+gap+probeSpread/2+GovernedReconnectInterval, "outage %v, phase %v: pools back", outage, phase)
 	})
 	synctest.Test(t, func(t *testing.T) {
 		alone := simulateOutage(t, 3, 60*time.Second, 500*time.Millisecond, false)

@@ -393,3 +393,23 @@ func TestDialGateLostHostDoesNotEndPresumption(t *testing.T) {
 	assert.Equal(t, VerdictBudget, v)
 	assert.True(t, ev, "connected while the cluster was unreachable as far as we knew: evidence")
 }
+
+// The host our connection was lost from stays closed when the connection adopted next still
+// sees it up (gossip has not noticed it stopped yet): our probe or its UP announcement opens
+// it, not the stale view. Other hosts seen up open at once. In the rolling restart this stale
+// view opened the stopped node to gocql's next reconnect tick, one real dial more than
+// ungoverned gocql made (checked to fail when SeenUp opened every host).
+func TestDialGateSeenUpSkipsTheHostOursWasLostFrom(t *testing.T) {
+	gate := newGate(t, Governor{})
+	gate.ConnUp(t0)
+	gate.Lost(t0, hostA)
+	_, _ = dial(gate, at(10*time.Millisecond), hostA, false) // gocql redials it: refused by the node
+	gate.SeenUp(hostA)
+	gate.SeenUp(hostB)
+	gate.ConnUp(at(80 * time.Millisecond))
+	assert.Equal(t, VerdictPass, gate.Admit(at(100*time.Millisecond), hostB), "a host seen up passes")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(200*time.Millisecond), hostA), "the host ours was lost from waits")
+	assert.False(t, gate.Admit(at(29*time.Second), hostA).Allowed(), "until its slot, MaxInterval after adoption")
+	gate.DoneOwn(at(time.Second), hostA, true, false) // our probe connects: it is up after all
+	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostA), "our probe's connection opens it")
+}

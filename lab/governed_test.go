@@ -40,10 +40,10 @@ func TestGovernedRowPinned(t *testing.T) {
 		outage time.Duration
 		pin    pin
 	}{
-		{3, 20 * time.Second, pin{22.4, 1.77, 1.43, 3.57, 141.5, 35}},
-		{3, time.Minute, pin{48.6, 1.97, 2.00, 3.45, 396.7, 70}},
-		{3, time.Hour, pin{234.9, 28.18, 14.20, 29.18, 21935.8, 250}},
-		{7, 20 * time.Second, pin{27.1, 1.60, 1.59, 3.48, 299.0, 35}},
+		{3, 20 * time.Second, pin{23.0, 1.81, 1.35, 2.39, 141.5, 35}},
+		{3, time.Minute, pin{50.4, 1.96, 1.61, 3.18, 396.7, 70}},
+		{3, time.Hour, pin{236.8, 29.06, 14.65, 30.07, 21935.8, 250}},
+		{7, 20 * time.Second, pin{28.1, 1.60, 1.85, 2.37, 299.0, 35}},
 	} {
 		row := governedFixed(t, c.nodes, c.outage)[0]
 		g, p := row.Governed, c.pin

@@ -53,6 +53,11 @@ func TestCallerOfGocqlSession(t *testing.T) {
 	}
 	assert.Equal(t, 1, dials.In(start, time.Now().Add(time.Second)).Ours, "a dial of the test's own is ours")
 	assert.Equal(t, 0, dials.In(time.Now().Add(time.Second), time.Now().Add(2*time.Second)).Total(), "[from, to) excludes later dials")
+	all := dials.Dials(start, time.Now().Add(time.Second))
+	require.Len(t, all, c.Total()+1)
+	assert.Equal(t, GocqlControl, all[0].By, "gocql dials its control connection first")
+	assert.Equal(t, Ours, all[len(all)-1].By)
+	assert.Equal(t, sim.ContactPoints()[0], all[len(all)-1].Addr)
 
 	// ObserveConnect runs once a connection is set up, after its dial.
 	require.Eventually(t, func() bool { return len(connects.All()) >= 7 }, 10*time.Second, 10*time.Millisecond)

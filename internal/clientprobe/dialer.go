@@ -68,17 +68,19 @@ type Dialer struct {
 	Timeout time.Duration // of the default net.Dialer when Inner is nil
 
 	mu    sync.Mutex
-	dials []dial
+	dials []Dial
 }
 
-type dial struct {
-	at time.Time
-	by Caller
+// Dial is one dial a Dialer made.
+type Dial struct {
+	At   time.Time
+	By   Caller
+	Addr string
 }
 
 // DialContext implements gocql.Dialer.
 func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	rec := dial{at: time.Now(), by: CallerOf()}
+	rec := Dial{At: time.Now(), By: CallerOf(), Addr: addr}
 	d.mu.Lock()
 	d.dials = append(d.dials, rec)
 	inner := d.Inner
@@ -95,10 +97,10 @@ func (d *Dialer) In(from, to time.Time) Counts {
 	defer d.mu.Unlock()
 	var c Counts
 	for _, r := range d.dials {
-		if !Within(r.at, from, to) {
+		if !Within(r.At, from, to) {
 			continue
 		}
-		switch r.by {
+		switch r.By {
 		case Ours:
 			c.Ours++
 		case GocqlControl:
@@ -108,4 +110,18 @@ func (d *Dialer) In(from, to time.Time) Counts {
 		}
 	}
 	return c
+}
+
+// Dials returns the dials started within [from, to), in order: for a test to show what a count
+// was made of.
+func (d *Dialer) Dials(from, to time.Time) []Dial {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []Dial
+	for _, r := range d.dials {
+		if Within(r.At, from, to) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
