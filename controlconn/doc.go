@@ -15,7 +15,7 @@
 //
 // Who owns what:
 //
-//	Recovery, attempt in flight, current link,   run (owner.go): the only goroutine that
+//	Recovery, attempt in flight, current link,   run (worker.go): the only goroutine that
 //	host beliefs, refresh and probe state        touches owner
 //	events not yet batched, the window           the Queue's batching goroutine (Push, on
 //	                                             gocql's goroutines, takes its lock briefly)
