@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
@@ -13,18 +15,18 @@ import (
 // its own goroutine; run sends it the hosts evidenced while it runs, dialled at once.
 func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, error) {
 	hosts := *cc.planHosts.Load()
-	plan := cc.planner.Plan(time.Now(), PlanInput{
-		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: PlanLimit(a),
+	hostPlan := cc.planner.Plan(time.Now(), plan.PlanInput{
+		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: plan.PlanLimit(a),
 	})
-	head := append([]Endpoint(nil), plan.Endpoints...)
+	head := append([]Endpoint(nil), hostPlan.Endpoints...)
 	tail := func(ctx context.Context) []Endpoint {
 		rctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
 		defer cancel()
-		contacts, err := ResolveContactPoints(rctx, cc.cfg.ContactPoints, cc.cfg.Port, cc.resolver)
+		contacts, err := plan.ResolveContactPoints(rctx, cc.cfg.ContactPoints, cc.cfg.Port, cc.resolver)
 		if err != nil {
 			cc.log.Warn("contact point lookup failed", "err", err)
 		}
-		return cc.planner.Admit(time.Now(), plan, contacts, hosts)
+		return cc.planner.Admit(time.Now(), hostPlan, contacts, hosts)
 	}
 	cc.log.Debug("attempt", "recovery", a.Recovery, "n", a.N, "rearmed", a.ReArmed, "reason", a.Reason, "hint", a.Hint, "plan", len(head))
 	l, err := staggerDial(ctx, head, tail, evidence, cc.cad.StaggerDelay, cc.dialHost, cc.dialDone)
@@ -46,13 +48,13 @@ func (cc *ControlConnection) dialHost(ctx context.Context, ep Endpoint) (*link, 
 	cc.obs.DialStarted(ep)
 	ctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
 	defer cancel()
-	c, err := Dial(ctx, ep, cc.connCfg)
+	c, err := cqlconn.Dial(ctx, ep, cc.connCfg)
 	if err != nil {
 		return nil, err
 	}
 	l := &link{Conn: c, ep: ep, gone: make(chan struct{})}
 	readStart := time.Now()
-	l.tables, l.skipped, err = readTables(ctx, c, cc.cfg.Port, &l.peers)
+	l.tables, l.skipped, err = cqlconn.ReadTables(ctx, c, cc.cfg.Port, &l.peers)
 	l.readTook = time.Since(readStart)
 	if err == nil {
 		_, err = metadata.NewSnapshot(l.tables) // validate now: a bad read must not count as connected
@@ -85,6 +87,3 @@ func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration
 		cc.log.Debug("dial failed", "addr", ep.Addr, "class", Classify(err), "err", err, "took", took)
 	}
 }
-
-// A bare Conn satisfies reconnect.Conn, for users of Dial who run their own reconnect.Handler.
-var _ reconnect.Conn = (*Conn)(nil)

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
@@ -88,9 +89,9 @@ func (d *badPeerDialer) addBadRow(rows *message.RowsResult) {
 	for _, r := range rows.Data {
 		if bytes.Equal(r[col["peer"]], d.bad.IP()) {
 			bad := append(message.Row(nil), r...)
-			bad[col["peer"]] = encodeCell(d.t, datatype.Inet, d.bad.IP().To16())
-			bad[col["host_id"]] = encodeCell(d.t, datatype.Uuid, "00000000-0000-4000-8000-000000000099")
-			bad[col["tokens"]] = encodeCell(d.t, datatype.NewSet(datatype.Varchar), []string{"xyz"})
+			bad[col["peer"]] = simtest.EncodeCell(d.t, datatype.Inet, d.bad.IP().To16())
+			bad[col["host_id"]] = simtest.EncodeCell(d.t, datatype.Uuid, "00000000-0000-4000-8000-000000000099")
+			bad[col["tokens"]] = simtest.EncodeCell(d.t, datatype.NewSet(datatype.Varchar), []string{"xyz"})
 			rows.Data = append(rows.Data, bad)
 			return
 		}
@@ -108,7 +109,7 @@ func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
 		d := &badPeerDialer{t: t, c: c, addr: c.Node(0).Addr(), bad: c.Node(2)}
 		obs := &skipRecorder{}
 		cfg := Config{ContactPoints: c.ContactPoints()[:1], Conn: ConnConfig{Dialer: d}}
-		cc, err := NewWithConfig(cfg, WithRand(half), WithObserver(obs))
+		cc, err := NewWithConfig(cfg, withRand(half), WithObserver(obs))
 		require.NoError(t, err)
 		defer func() { _ = cc.Close() }()
 		startCC(t, cc)

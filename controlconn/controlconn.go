@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -90,6 +93,9 @@ func WithReconnectObserver(obs reconnect.Observer) Option {
 	return func(o *options) { o.reconnObs = obs }
 }
 
+// Resolver looks up the IP addresses of a host name (net.DefaultResolver.LookupIP by default).
+type Resolver = plan.Resolver
+
 // WithResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
 func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
 
@@ -107,8 +113,11 @@ func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) 
 // used together.
 var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 
-// WithRand sets the source of jitter and host shuffling, uniform in [0,1) (tests).
-func WithRand(f func() float64) Option { return func(o *options) { o.rand = f } }
+// withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
+// module's other packages through internal/ccopt.WithRand.
+func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
+
+func init() { ccopt.Register(func(f func() float64) any { return withRand(f) }) }
 
 // ControlConnection is the control connection: it keeps one connection up, driving a
 // reconnect.Recovery, publishes metadata to subscribers and answers control requests.
@@ -124,7 +133,7 @@ type ControlConnection struct {
 	log       *slog.Logger
 	obs       Observer
 	rec       *reconnect.Recovery // owned by run (by Close if run never started)
-	planner   *Planner
+	planner   *plan.Planner
 	store     *metadata.Store
 	resolver  Resolver
 	reconnObs reconnect.Observer // the Recovery's observer (ReconnectNow reports to it too)
@@ -132,8 +141,8 @@ type ControlConnection struct {
 	ownQueue  bool               // created by New: closed by Close
 	gov       *dialGovernor      // WithDialGovernor; nil: no governor (its methods do nothing)
 
-	planHosts atomic.Pointer[[]PlanHost] // written by run, read by attempts
-	lastLoss  atomic.Pointer[lossInfo]   // written by run
+	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
+	lastLoss  atomic.Pointer[lossInfo]        // written by run
 
 	// pubMu guards what run publishes for callers: written by run only.
 	pubMu  sync.Mutex
@@ -162,9 +171,14 @@ type ControlConnection struct {
 	closed  bool
 }
 
+// BeliefUp is the host plan's belief that a host is up (internal/plan). It is exported only
+// because the dial governor's code names it here; it leaves the public API when the governor
+// moves under internal/. Nothing outside this package needs it.
+const BeliefUp = plan.BeliefUp
+
 // link is a connection that completed an attempt: handshake, REGISTER, first metadata read.
 type link struct {
-	*Conn
+	*cqlconn.Conn
 	ep       Endpoint // as dialled, completed with the host ID and DC the node reported
 	tables   metadata.SnapshotConfig
 	skipped  []metadata.SkippedPeer
@@ -230,7 +244,7 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 			}
 		}
 	}
-	cc.planner = NewPlanner(DefaultDownBackoffBase, cad.DelayCap, shuffle)
+	cc.planner = plan.NewPlanner(plan.DefaultDownBackoffBase, cad.DelayCap, shuffle)
 	cc.connCfg = cfg.Conn
 	cc.connCfg.ConnectTimeout = cad.ConnectTimeout
 	cc.connCfg.HeartbeatInterval = cad.HeartbeatInterval
@@ -250,7 +264,7 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	cc.rec, cc.reconnObs = rec, rc.WithDefaults().Observer
 	cc.status = rec.Status()
 	cc.ctx, cc.cancel = context.WithCancel(context.Background())
-	empty := []PlanHost{}
+	empty := []plan.PlanHost{}
 	cc.planHosts.Store(&empty)
 	return cc, nil
 }
@@ -357,7 +371,7 @@ func (cc *ControlConnection) Status() Status {
 	}
 	if hs.State == reconnect.StateConnected {
 		if l != nil {
-			st.Host, st.Version = l.ep, l.version
+			st.Host, st.Version = l.ep, l.Version()
 		} else {
 			// Lost, and run is deciding what comes next.
 			st.State = reconnect.StateAttempting

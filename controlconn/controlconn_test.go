@@ -12,6 +12,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/datastax/go-cassandra-native-protocol/message"
@@ -24,36 +25,17 @@ import (
 // half makes jitter zero (u = 0.5) and shuffling deterministic.
 func half() float64 { return 0.5 }
 
-// fakeClusterName is the cluster_name the in-memory clusters of these tests report.
-const fakeClusterName = "fake"
+// t0 is the start of the tests that pass times by hand (the dial governor's).
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// quiet is a gossip delay longer than any test: the simulated nodes announce nothing by
-// themselves, so the events a control connection gets are the ones its test pushes.
-const quiet = 1000 * time.Hour
-
-// memConfig is an in-memory cqlsim cluster of n nodes at 10.0.0.1:9042, 10.0.0.2:9042, ...,
-// one token each, whose gossip is quiet.
-func memConfig(n int) cqlsim.Config {
-	return cqlsim.Config{Nodes: n, BaseIP: "10.0.0.1", ClusterName: fakeClusterName, TokensPerNode: 1,
-		GossipDelay: quiet, StopAnnounceDelay: quiet, KillDetectDelay: quiet}
-}
+// memConfig is simtest.MemConfig: n nodes at 10.0.0.1:9042, ..., one token each, gossip quiet.
+func memConfig(n int) cqlsim.Config { return simtest.MemConfig(n) }
 
 // startMem starts cfg in memory (inside the test's synctest bubble, if any); the test closes it.
-func startMem(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
-	t.Helper()
-	c, err := cqlsim.StartInMemory(cfg)
-	require.NoError(t, err)
-	return c
-}
+func startMem(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster { return simtest.StartMem(t, cfg) }
 
 // newCluster starts an in-memory cluster of n running nodes (memConfig); the test closes it.
-func newCluster(n int) *cqlsim.Cluster {
-	c, err := cqlsim.StartInMemory(memConfig(n))
-	if err != nil {
-		panic(err) // memConfig is valid for every n >= 0
-	}
-	return c
-}
+func newCluster(n int) *cqlsim.Cluster { return simtest.NewCluster(n) }
 
 // joiningConfig is memConfig whose nodes join at once: a node added (or started) is listed by
 // the others' system tables, and announced NEW_NODE and UP, in the same instant.
@@ -109,7 +91,7 @@ func stopAllBut(c *cqlsim.Cluster, keep, control *cqlsim.Node) {
 func newTestCC(t *testing.T, c *cqlsim.Cluster, cad Cadence, opts ...Option) *ControlConnection {
 	t.Helper()
 	cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}, Cadence: cad}
-	cc, err := NewWithConfig(cfg, append([]Option{WithRand(half)}, opts...)...)
+	cc, err := NewWithConfig(cfg, append([]Option{withRand(half)}, opts...)...)
 	require.NoError(t, err)
 	return cc
 }
@@ -575,7 +557,7 @@ func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 		c.Node(0).Mute(true)
 		c.Node(1).Mute(true)
 		cfg := Config{ContactPoints: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, Conn: ConnConfig{Dialer: c}}
-		cc, err := NewWithConfig(cfg, WithRand(half))
+		cc, err := NewWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		start := time.Now()
@@ -594,7 +576,7 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 		defer func() { assert.NoError(t, l.Close()) }()
 		ccfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
 			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
-		cc, err := NewWithConfig(ccfg, WithRand(half))
+		cc, err := NewWithConfig(ccfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -725,7 +707,7 @@ func TestConfigFromGocql(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.Conn.TLS.InsecureSkipVerify, "gocql: SslOpts without Config and without host verification skips verification")
 
-	cluster.HostDialer = &recordingHostDialer{}
+	cluster.HostDialer = &hostnameDialer{}
 	c, err = ConfigFromGocql(cluster, Cadence{})
 	require.NoError(t, err)
 	assert.Nil(t, c.Conn.TLS, "HostDialer does TLS itself")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -18,9 +20,9 @@ import (
 )
 
 // dialVia dials through d (an in-memory cluster, or a dialer in front of one) with cfg.
-func dialVia(d gocql.Dialer, cfg ConnConfig) func(context.Context, Endpoint) (*Conn, error) {
+func dialVia(d gocql.Dialer, cfg ConnConfig) func(context.Context, Endpoint) (*cqlconn.Conn, error) {
 	cfg.Dialer = d
-	return func(ctx context.Context, ep Endpoint) (*Conn, error) { return Dial(ctx, ep, cfg) }
+	return func(ctx context.Context, ep Endpoint) (*cqlconn.Conn, error) { return cqlconn.Dial(ctx, ep, cfg) }
 }
 
 // slowDialer dials through c; a connection to an address in slow gets its first answer that
@@ -249,11 +251,13 @@ func TestStaggerRealSocketsBlackholedHosts(t *testing.T) {
 	bh1, bh2, good := sim.Node(0), sim.Node(1), sim.Node(2)
 	bh1.Mute(true)
 	bh2.Mute(true)
-	a1, a2, a3 := listen(t, bh1), listen(t, bh2), listen(t, good)
+	a1, a2, a3 := simtest.Listen(t, bh1), simtest.Listen(t, bh2), simtest.Listen(t, good)
 
 	const stagger = 200 * time.Millisecond
 	d := &trackingDialer{d: &net.Dialer{}}
-	dial := func(ctx context.Context, ep Endpoint) (*Conn, error) { return Dial(ctx, ep, ConnConfig{Dialer: d}) }
+	dial := func(ctx context.Context, ep Endpoint) (*cqlconn.Conn, error) {
+		return cqlconn.Dial(ctx, ep, ConnConfig{Dialer: d})
+	}
 	start := time.Now()
 	c, err := staggerDial(context.Background(), eps(a1, a2, a3), nil, nil, stagger, dial, nil)
 	took := time.Since(start)

@@ -15,11 +15,11 @@
 //
 // Who owns what:
 //
-//	Recovery, attempt in flight, current link,   run (owner.go): the only goroutine that
+//	Recovery, attempt in flight, current link,   run (worker.go): the only goroutine that
 //	host beliefs, refresh and probe state        touches owner
 //	events not yet batched, the window           the Queue's batching goroutine (Push, on
 //	                                             gocql's goroutines, takes its lock briefly)
-//	a link's socket                              reads: its reader goroutine; writes: one
+//	a link's socket (internal/cqlconn's Conn)    reads: its reader goroutine; writes: one
 //	                                             request at a time (writeSem), heartbeats too
 //	planHosts (hosts an attempt plans over)      written by run, read by attempts (atomic)
 //	Status, current link, up (under pubMu)       written by run, read by callers
@@ -30,22 +30,26 @@
 //
 // Callers talk to run through channels (Refresh, ReconnectNow) or read what it publishes
 // (Status, WaitConnected); Snapshot and Subscribe go to the Store; Query uses the current link.
+// An attempt (attempt.go) orders its hosts with internal/plan's Planner (which guards its dial
+// records with its own lock), races them (staggerDial, dial.go) with internal/cqlconn's Dial,
+// and reads the system tables on the winner.
 //
 // # Public surface
 //
-// The exported identifiers, one line per type with its exported methods and fields;
-// TestPublicSurfaceIsDocumented fails when this list and the code differ.
+// The exported identifiers, one line per type with its exported methods and fields (an alias
+// of an internal type lists the members it makes public); TestPublicSurfaceIsDocumented fails
+// when this list and the code differ. The wire connection (internal/cqlconn: Dial, Conn, the
+// handshake) and the host planner (internal/plan) are not part of it; Endpoint, ConnConfig,
+// ConnError, ErrorClass and ServerError are aliases of cqlconn's types, Resolver of plan's.
+// BeliefUp is exported only until the dial governor (DialGate, Verdict) moves under internal/.
 //
-//	AllEvents
-//	Belief: String
-//	BeliefDown BeliefUnknown BeliefUp BlindAttemptHosts
+//	AllEvents BeliefUp
 //	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
 //		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay
 //		Validate WithDefaults
 //	ClassAuth ClassClosed ClassNone ClassProtocol ClassRetryable ClassTLS Classify
 //	Config: AddressTranslator Cadence Conn ContactPoints Port Validate
 //	ConfigFromGocql
-//	Conn: Close Do Done Endpoint Err Events LocalAddr Overflow Query Version
 //	ConnConfig: AuthProvider Authenticator CQLVersion ConnectTimeout Dialer Events
 //		HeartbeatInterval HeartbeatTimeout HostDialer Keepalive Logger MaxFrameSize OnDroppedReply
 //		OnHeartbeat ProtoVersion TLS WriteTimeout
@@ -54,10 +58,10 @@
 //		SkippedPeers Snapshot Start Status Subscribe WaitConnected
 //	DataObserver: PeersSkipped ReplyDropped
 //	DataPathObserver: DataPathLag
-//	DefaultConnectTimeout DefaultDownBackoffBase DefaultGovernorHostBackoff DefaultGovernorJitter
+//	DefaultConnectTimeout DefaultGovernorHostBackoff DefaultGovernorJitter
 //	DefaultGovernorMinInterval DefaultGovernorOutageShare DefaultHeartbeatInterval
 //	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
-//	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout Dial
+//	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout
 //	DialError: Error ErrorClass Errs Unwrap
 //	DialGate: Admit AdmitOwn Config ConnDown ConnIsUp ConnUp Done DoneOwn HostDown HostUp Lost
 //		NextReal
@@ -68,21 +72,14 @@
 //	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
-//	IsServerError MinRefreshInterval New NewDialGate NewPlanner NewWithConfig NewWithListener
+//	IsServerError MinRefreshInterval New NewDialGate NewWithConfig NewWithListener
 //	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
-//	Option
-//	Plan: Endpoints
-//	PlanHost: Belief Endpoint
-//	PlanInput: Hint Hosts Limit LocalDC Port ReArmed
-//	Planner: Admit DialFailed DialSucceeded Evidence NextEligible Plan Suspect
-//	PlanLimit
-//	ProtocolMaxFrameSize ResolveContactPoints Resolver
+//	Option ProtocolMaxFrameSize Resolver
 //	ServerError: Code Error Message
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
 //		NextAttemptAt Recovery SkippedPeers State Version
 //	Verdict: Allowed String
 //	VerdictBudget VerdictHostBackoff VerdictHostSlot VerdictNoBudget VerdictPass WithDialGovernor
-//	WithHostEvents WithLogger WithObserver WithQueueConfig WithRand WithReconnectObserver
-//	WithResolver
+//	WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver WithResolver
 package controlconn

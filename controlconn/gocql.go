@@ -13,6 +13,7 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/gocql/gocql"
 )
@@ -63,9 +64,9 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	cc, err := newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
-		cache := &hostInfoCache{next: cfg.ConnectObserver}
+		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
 		cfg.ConnectObserver = cache
-		cc.connCfg.hostInfos = cache
+		cc.connCfg = cqlconn.WithHostInfos(cc.connCfg, cache)
 	}, true, opts...)
 	if err != nil || gov == nil {
 		return cc, err

@@ -4,7 +4,7 @@ package controlconn
 // saw the IP address as hostname): with a contact point given as a DNS name, a user's
 // HostDialer that checks the hostname (as one verifying TLS by hostname does) got from us a
 // HostInfo without it. Now it gets gocql's own. The fallback, a HostInfo built with the port
-// written by reflection, is covered by TestDialUsesHostDialerWithAddressAndPort.
+// written by reflection, is covered by internal/cqlconn's TestDialUsesHostDialerWithAddressAndPort.
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,3 +67,6 @@ func TestHostDialerGetsGocqlsHostInfoWithTheHostname(t *testing.T) {
 	defer d.mu.Unlock()
 	assert.NotContains(t, d.seen, "127.0.0.1", "we never offered the dialer a HostInfo without the hostname")
 }
+
+// hostInfo builds the *gocql.HostInfo a HostDialer gets for ep when gocql has none.
+func hostInfo(ep Endpoint) (*gocql.HostInfo, error) { return cqlconn.HostInfo(ep) }

@@ -36,7 +36,7 @@ func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 		down := c.Node(1)
 		down.Stop()
 		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: c}}
-		cc, err := NewWithConfig(cfg, WithRand(half))
+		cc, err := NewWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		sub, _, err := cc.Subscribe(16)
@@ -129,7 +129,7 @@ func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 		d := &tlsFailDialer{c: c}
 		d.fail.Store(c.Node(2).Addr()) // up, but its certificate does not verify
 		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: d}}
-		cc, err := NewWithConfig(cfg, WithRand(half))
+		cc, err := NewWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)

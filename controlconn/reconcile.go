@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
@@ -144,7 +145,7 @@ func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
 func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(cc.ctx, timeout)
 	defer cancel()
-	nc, err := dialTransport(ctx, ep, cc.connCfg)
+	nc, err := cqlconn.DialTransport(ctx, ep, cc.connCfg)
 	if err == nil {
 		_ = nc.Close()
 		return true, nil

@@ -114,7 +114,7 @@ func TestEventDuringProbeWinsOverIt(t *testing.T) {
 		defer func() { assert.NoError(t, c.Close()) }()
 		g := &gate{c: c, held: map[string]chan struct{}{}}
 		cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: g}}
-		cc, err := NewWithConfig(cfg, WithRand(half))
+		cc, err := NewWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)

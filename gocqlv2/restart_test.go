@@ -7,7 +7,7 @@ package gocqlv2
 // Figures of the last run (cd gocqlv2 && go test -race -run TestFullRestartWithV2SessionAttached .,
 // 2 shared cores, 2026-11-30): p50 228.1 ms, p99 599.7 ms after the first node_up, 12 of 20
 // re-armed; 60 s outage: 17 attempts, 35 dials (3 nodes: every node in the first attempt, then
-// controlconn.BlindAttemptHosts), back 464.6 ms after node_up.
+// plan.BlindAttemptHosts), back 464.6 ms after node_up.
 
 import (
 	"math"

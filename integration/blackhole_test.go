@@ -13,6 +13,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -70,7 +71,7 @@ func TestBlackholedHostsFirstOnRecovery(t *testing.T) {
 	cfg := blindConfig(sim, controlconn.Cadence{StaggerDelay: blackholeStagger, ConnectTimeout: blackholeTimeout,
 		StableAfter: 500 * time.Millisecond})
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec),
-		controlconn.WithRand(func() float64 { return 0.999999 }))
+		ccopt.WithRand[controlconn.Option](func() float64 { return 0.999999 }))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	startCC(t, cc, 10*time.Second)

@@ -1,6 +1,6 @@
 package integration
 
-// Blind attempts after the first of a recovery dial controlconn.BlindAttemptHosts known hosts
+// Blind attempts after the first of a recovery dial plan.BlindAttemptHosts known hosts
 // in turn instead of every host: a full outage costs the first sweep (every node) and then the
 // same dials per attempt whatever the size of the cluster.
 //
@@ -18,7 +18,9 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +38,7 @@ func TestBlindDialsDoNotGrowWithNodesVirtualTime(t *testing.T) {
 				t.Logf("FIGURE virtual time, %d nodes, %v outage (seed %d): %d attempts, %d dials while down (%d after the first sweep); back %v after ready",
 					nodes, rotationOutage, seed, attempts, dials, dials-nodes, late)
 				require.Greater(t, attempts, 1)
-				assert.Equal(t, nodes+controlconn.BlindAttemptHosts*(attempts-1), dials, "the first sweep, then %d a blind attempt", controlconn.BlindAttemptHosts)
+				assert.Equal(t, nodes+plan.BlindAttemptHosts*(attempts-1), dials, "the first sweep, then %d a blind attempt", plan.BlindAttemptHosts)
 				assert.LessOrEqual(t, late, 4500*time.Millisecond, "back on the attempt after ready: the gap around 20 s is at most 1.15^10 s + 10 %% (4.45 s)")
 			})
 		}
@@ -73,7 +75,7 @@ func TestBlindPartialOutageFindsLiveHostsAtOnceVirtualTime(t *testing.T) {
 		cfg := controlconn.Config{ContactPoints: hostsOf(sim.Nodes()), Port: sim.Port(),
 			Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{StableAfter: 10 * time.Second}}
 		cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec),
-			controlconn.WithRand(rand.New(rand.NewPCG(7, 7)).Float64))
+			ccopt.WithRand[controlconn.Option](rand.New(rand.NewPCG(7, 7)).Float64))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc, time.Minute)
@@ -115,7 +117,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 				cfg := blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter})
 				cfg.Conn.Dialer = counted
 				cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec),
-					controlconn.WithRand(rand.New(rand.NewPCG(3, 3)).Float64))
+					ccopt.WithRand[controlconn.Option](rand.New(rand.NewPCG(3, 3)).Float64))
 				require.NoError(t, err)
 				defer func() { require.NoError(t, cc.Close()) }()
 				startCC(t, cc, 10*time.Second)
@@ -133,7 +135,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 					nodes, rotationOutage, dials, attempts, ms(connectedAt.Sub(readyAt)))
 				// The first sweep dials every node; every later attempt at most BlindAttemptHosts
 				// (the one that connects may stop at its first).
-				assert.LessOrEqual(t, dials, nodes+controlconn.BlindAttemptHosts*(attempts-1))
+				assert.LessOrEqual(t, dials, nodes+plan.BlindAttemptHosts*(attempts-1))
 				assert.GreaterOrEqual(t, dials, nodes+attempts-1)
 				mu.Lock()
 				dialsOf[nodes] = dials
@@ -143,6 +145,6 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 	})
 	// Same seed, same schedule: 7 nodes cost the 4 more nodes of the first sweep, and at most
 	// one attempt's dials more for an attempt that landed across the restart on one side only.
-	assert.LessOrEqual(t, dialsOf[7]-dialsOf[3], 7-3+controlconn.BlindAttemptHosts, "7 nodes against 3: %v", dialsOf)
+	assert.LessOrEqual(t, dialsOf[7]-dialsOf[3], 7-3+plan.BlindAttemptHosts, "7 nodes against 3: %v", dialsOf)
 	assert.LessOrEqual(t, dialsOf[7], 35, "7 nodes, 20 s: half of the 71-78 every-host dials or less")
 }

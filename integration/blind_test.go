@@ -4,7 +4,7 @@ package integration
 //
 //	real time, 5 / 6 / 7.5 / 8.5 / 10 s outages: back 1800.1 / 1003.8 / 1311.2 / 29.8 / 1125.4 ms
 //	  after the first node_up (p50 1125.4 ms, max 1800.1 ms; 6-8 attempts, 12-16 dials each:
-//	  3 in the first attempt, then controlconn.BlindAttemptHosts)
+//	  3 in the first attempt, then plan.BlindAttemptHosts)
 //	virtual time, 2 min outages (5 seeds, 2:00-2:13): back 3.0-17.8 s after the cluster was
 //	  ready (DelayCap 30 s), 22 attempts and 45 dials (3 nodes) each; 10 min: back 24.2 s,
 //	  39 attempts, 79 dials, 11 delays capped at 30 s
@@ -19,6 +19,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -111,7 +112,7 @@ func blindOutageInVirtualTime(t *testing.T, nodes int, outage time.Duration, see
 	src := &lockedRand{next: rand.New(rand.NewPCG(seed, seed)).Float64}
 	cfg := controlconn.Config{ContactPoints: ips, Port: sim.Port(),
 		Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{}} // the default cadence
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithRand(src.Float64))
+	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), ccopt.WithRand[controlconn.Option](src.Float64))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -5,7 +5,7 @@ package integration
 //	blind, blackholed host in the plan (DelayCap 2 s, ConnectTimeout 1.5 s): back 1696.1 to
 //	1900.6 ms after the cluster was ready, 3 rounds (3197.4 to 3199.3 ms before the fix); the
 //	1.9 s round is the one whose limited attempt has the blackholed host first in its rotation
-//	(controlconn.BlindAttemptHosts): the other host is dialled StaggerDelay (200 ms) later
+//	(plan.BlindAttemptHosts): the other host is dialled StaggerDelay (200 ms) later
 //	evidence during an attempt held by a blackholed host (ConnectTimeout 3 s): connected
 //	53.3 ms after the evidence (queue window 50 ms, winning dial 2.8 ms)
 

@@ -6,7 +6,7 @@ package integration
 //	  p50 285.2 ms, p99 801.1 ms, max 801.1 ms after the first node_up; 10 of 20 re-armed
 //	  (earlier runs: p99 896.0, 454.0, 908.2 and 789.2 ms)
 //	60 s outage (whole cluster down): 17 attempts, 35 dials (3 nodes: every node in the first
-//	  attempt, then controlconn.BlindAttemptHosts; 51 when every attempt dialled every node);
+//	  attempt, then plan.BlindAttemptHosts; 51 when every attempt dialled every node);
 //	  back 465.1 ms after the first node_up (re-armed)
 
 import (

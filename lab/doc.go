@@ -16,7 +16,7 @@
 //   - The cluster is ready at t=D. A dial started before D is refused after Config.DialTime
 //     (1 ms); the first dial started at or after D connects. An attempt dials addresses one after
 //     the other until one connects: every node while all are down, except ours' blind attempts
-//     after the first of a recovery, which dial controlconn.PlanLimit of them (plus the
+//     after the first of a recovery, which dial plan.PlanLimit of them (plus the
 //     evidenced host, if the attempt carries one), as controlconn's host plan does. gocql dials
 //     its ring hosts and then its contact points again (Config.ContactPoints, default every
 //     node), as its attemptReconnect falls back to the contact points.

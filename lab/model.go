@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 )
 
 // model states what a run simulates, with its numbers: the table's footer and the JSON's
@@ -16,7 +16,7 @@ func model(cfg Config) []string {
 		fmt.Sprintf("A dial started before D is refused after %v; the first dial started at or after D connects. An attempt dials addresses one after the other "+
 			"until one connects: all %d nodes while they are down (ours: in the first attempt of its recovery and in re-armed ones, then %d a blind attempt, "+
 			"plus the evidenced host if any; gocql: its %d ring hosts, then its %d contact points).",
-			cfg.DialTime, cfg.Nodes, min(cfg.Nodes, controlconn.BlindAttemptHosts), cfg.Nodes, cfg.ContactPoints),
+			cfg.DialTime, cfg.Nodes, min(cfg.Nodes, plan.BlindAttemptHosts), cfg.Nodes, cfg.ContactPoints),
 		"Lateness is the start of the reconnecting dial minus D. Attempts are control-connection reconnection attempts, the reconnecting one included; dials are the addresses they dial.",
 		fmt.Sprintf("Per nominal length L, %d outages, each of length uniform in [%gL, %gL] with its own jitter stream; p50 and p99 are nearest-rank over them, max is the worst.",
 			cfg.Samples, 1-cfg.Spread, 1+cfg.Spread),

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -23,7 +23,7 @@ const evidenceHint = "host-1"
 // time is driving Handler's logic. The connection had been up for an hour (longer than
 // StableAfter) when it was lost, so Lost starts a fresh recovery with an immediate attempt.
 // While every node refuses, an attempt dials what controlconn's host plan gives it: every node
-// in the first attempt of the recovery and in re-armed ones, then controlconn.PlanLimit of
+// in the first attempt of the recovery and in re-armed ones, then plan.PlanLimit of
 // them, plus the evidenced host if the attempt carries one.
 type ours struct {
 	r     *reconnect.Recovery
@@ -67,7 +67,7 @@ func (o *ours) start(at time.Duration) {
 		return
 	}
 	o.dials = o.nodes
-	if limit := controlconn.PlanLimit(a); limit > 0 {
+	if limit := plan.PlanLimit(a); limit > 0 {
 		if a.Hint != "" {
 			limit++ // the evidenced host, on top of the limit
 		}

@@ -41,7 +41,7 @@ func TestOursSchedule(t *testing.T) {
 	_, o = schedule(t, newC(reconnect.Config{}), 2150500*time.Microsecond, noEvidence, ms)
 	assert.Equal(t, 2151*ms, o.connected, "second address, dialled at 2.151 s")
 	assert.Equal(t, 3, o.attempts)
-	assert.Equal(t, 3+2+2, o.dials, "every node in the first attempt, then controlconn.BlindAttemptHosts")
+	assert.Equal(t, 3+2+2, o.dials, "every node in the first attempt, then plan.BlindAttemptHosts")
 
 	// A limited attempt whose dials all precede ready misses it: the next attempt connects.
 	_, o = schedule(t, newC(reconnect.Config{}), 2151500*time.Microsecond, noEvidence, ms)

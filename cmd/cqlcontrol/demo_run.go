@@ -18,6 +18,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/metrics"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -150,7 +151,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 		controlconn.WithObserver(d.ours),
 		controlconn.WithReconnectObserver(d.ours),
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: d.col}),
-		controlconn.WithRand(seededRand(d.cfg.seed)),
+		ccopt.WithRand[controlconn.Option](seededRand(d.cfg.seed)),
 	}
 	if d.cfg.verbose {
 		cluster.Logger = log.New(d.log, "gocql ", log.Lmicroseconds)

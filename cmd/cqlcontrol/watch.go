@@ -28,6 +28,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/metrics"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -349,7 +350,7 @@ const hostLookupTimeout = 10 * time.Second
 func (cfg watchConfig) checkHosts(ctx context.Context) error {
 	for _, h := range cfg.hosts {
 		lctx, cancel := context.WithTimeout(ctx, hostLookupTimeout)
-		eps, err := controlconn.ResolveContactPoints(lctx, []string{h}, cfg.port, cfg.resolve)
+		eps, err := plan.ResolveContactPoints(lctx, []string{h}, cfg.port, cfg.resolve)
 		cancel()
 		if ctx.Err() != nil {
 			return ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,8 +22,19 @@ const Heading = "# Public surface"
 
 // Exported returns the exported identifiers declared in the non-test Go files of dir, one per
 // top-level name and one "Type.Member" per exported method, field or interface method of an
-// exported type, sorted.
+// exported type, sorted. A type alias of a type in a package of the same module (type
+// Endpoint = cqlconn.Endpoint) lists the exported members of the type it names: they are
+// public through the alias.
 func Exported(dir string) ([]string, error) {
+	return exported(dir, map[string][]string{})
+}
+
+// exported is Exported, with the lists of the packages already read (by directory).
+func exported(dir string, seen map[string][]string) ([]string, error) {
+	if names, ok := seen[dir]; ok {
+		return names, nil
+	}
+	seen[dir] = nil // an alias cycle lists no members
 	fset := token.NewFileSet()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
@@ -39,10 +51,93 @@ func Exported(dir string) ([]string, error) {
 		}
 		for _, decl := range file.Decls {
 			names = append(names, declNames(decl)...)
+			more, err := aliasMembers(dir, file, decl, seen)
+			if err != nil {
+				return nil, err
+			}
+			names = append(names, more...)
 		}
 	}
 	slices.Sort(names)
-	return slices.Compact(names), nil
+	names = slices.Compact(names)
+	seen[dir] = names
+	return names, nil
+}
+
+// aliasMembers lists, as "Alias.Member", the exported members of the types that the exported
+// aliases of decl name in other packages of dir's module.
+func aliasMembers(dir string, file *ast.File, decl ast.Decl, seen map[string][]string) ([]string, error) {
+	d, ok := decl.(*ast.GenDecl)
+	if !ok || d.Tok != token.TYPE {
+		return nil, nil
+	}
+	var names []string
+	for _, spec := range d.Specs {
+		s := spec.(*ast.TypeSpec)
+		sel, ok := s.Type.(*ast.SelectorExpr)
+		if !s.Assign.IsValid() || !s.Name.IsExported() || !ok {
+			continue
+		}
+		pkg, ok := sel.X.(*ast.Ident)
+		if !ok {
+			continue
+		}
+		target, err := moduleDir(dir, importPath(file, pkg.Name))
+		if err != nil || target == "" {
+			return nil, err
+		}
+		members, err := exported(target, seen)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range members {
+			if rest, ok := strings.CutPrefix(m, sel.Sel.Name+"."); ok {
+				names = append(names, s.Name.Name+"."+rest)
+			}
+		}
+	}
+	return names, nil
+}
+
+// importPath is the path file imports as name ("" if none): by its explicit name, or by the
+// last element of its path.
+func importPath(file *ast.File, name string) string {
+	for _, imp := range file.Imports {
+		path := strings.Trim(imp.Path.Value, `"`)
+		if imp.Name != nil && imp.Name.Name == name || imp.Name == nil && pathpkg.Base(path) == name {
+			return path
+		}
+	}
+	return ""
+}
+
+// moduleDir is the directory of the package at import path in the module that holds dir, ""
+// when the path is not in that module.
+func moduleDir(dir, path string) (string, error) {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+		if err == nil {
+			for _, line := range strings.Split(string(mod), "\n") {
+				if m, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+					rel, ok := strings.CutPrefix(path, strings.TrimSpace(m)+"/")
+					if !ok {
+						return "", nil
+					}
+					return filepath.Join(root, filepath.FromSlash(rel)), nil
+				}
+			}
+			return "", fmt.Errorf("%s: no module line", filepath.Join(root, "go.mod"))
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return "", nil
+		}
+		root = parent
+	}
 }
 
 func declNames(decl ast.Decl) []string {

@@ -11,12 +11,14 @@ import (
 )
 
 // The fixture declares unexported names, members of an unexported type, a generic receiver, an
-// embedded field and an exported name in a _test.go file: only the public ones may be listed.
+// embedded field, an exported name in a _test.go file and two aliases of a type in another
+// package of the module: only the public ones may be listed, the exported alias with the
+// exported members of the type it names.
 func TestExportedAndDocumentedAgreeOnFixture(t *testing.T) {
 	dir := filepath.Join("testdata", "sample")
 	exported, err := Exported(dir)
 	require.NoError(t, err)
-	want := []string{"Answer", "Other", "Thing", "Thing.Close", "Thing.Name", "Thing.Reader", "Watcher", "Watcher.Watch"}
+	want := []string{"Alias", "Alias.Field", "Alias.Method", "Answer", "Other", "Thing", "Thing.Close", "Thing.Name", "Thing.Reader", "Watcher", "Watcher.Watch"}
 	assert.Equal(t, want, exported)
 
 	documented, err := Documented(filepath.Join(dir, "doc.go"))

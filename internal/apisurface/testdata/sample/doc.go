@@ -2,6 +2,7 @@
 //
 // # Public surface
 //
+//	Alias: Field Method
 //	Answer Other
 //	Thing: Name Close
 //		Reader

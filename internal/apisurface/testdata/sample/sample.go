@@ -1,6 +1,10 @@
 package sample
 
-import "io"
+import (
+	"io"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/apisurface/testdata/sample/inner"
+)
 
 const Answer = 42
 
@@ -23,3 +27,8 @@ type unexported struct{ Field int }
 func (unexported) Method() {}
 
 const Other = 1
+
+// Alias is public with the exported members of inner.Inner.
+type Alias = inner.Inner
+
+type hiddenAlias = inner.Inner

@@ -226,7 +226,9 @@ func testQueue(t *testing.T) *hostevents.Queue {
 // ConnectTimeout (this test failed); now it gives up at 5 s.
 func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := startMem(t, v3Config())
+		v3 := memConfig(1)
+		v3.MaxProtocolVersion = 3
+		sim := startMem(t, v3)
 		defer func() { assert.NoError(t, sim.Close()) }()
 		node := slowDialer{c: sim, slow: map[string]time.Duration{"10.0.0.1:9042": 3 * time.Second}}
 		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}

@@ -1,7 +1,6 @@
-package controlconn
+package plan
 
 import (
-	"context"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -34,7 +34,7 @@ func (b Belief) String() string {
 
 // PlanHost is one known host as the planner sees it.
 type PlanHost struct {
-	Endpoint
+	cqlconn.Endpoint
 	Belief Belief
 }
 
@@ -160,7 +160,7 @@ func NewPlanner(base, max time.Duration, shuffle func(n int, swap func(i, j int)
 
 // Plan is the ordered host plan of one attempt.
 type Plan struct {
-	Endpoints []Endpoint // in dial order: evidenced, up, unknown, eligible down
+	Endpoints []cqlconn.Endpoint // in dial order: evidenced, up, unknown, eligible down
 	seen      map[string]bool
 	backoff   bool // down hosts and failed contact points respect their backoff
 	bounded   bool // known hosts were limited: failed contact points respect their backoff
@@ -176,7 +176,7 @@ func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	plan := &Plan{seen: map[string]bool{}, backoff: in.ReArmed}
-	add := func(ep Endpoint) {
+	add := func(ep cqlconn.Endpoint) {
 		if ep.Addr == "" || plan.seen[ep.Addr] {
 			return
 		}
@@ -194,7 +194,7 @@ func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 			}
 		}
 		if hinted < 0 {
-			if ep, ok := hintEndpoint(in.Hint, in.Port); ok {
+			if ep, ok := addressEndpoint(in.Hint, in.Port); ok {
 				add(ep)
 			}
 		}
@@ -266,11 +266,11 @@ func (p *Planner) rotate(plan *Plan, order []PlanHost, limit int) {
 // admitted only once their backoff expired. If
 // nothing at all would be dialled, the longest-waiting candidate (known host or contact
 // point) is admitted anyway. The admitted endpoints are also appended to plan.Endpoints.
-func (p *Planner) Admit(now time.Time, plan *Plan, contacts []Endpoint, known []PlanHost) []Endpoint {
+func (p *Planner) Admit(now time.Time, plan *Plan, contacts []cqlconn.Endpoint, known []PlanHost) []cqlconn.Endpoint {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var out []Endpoint
-	var skipped []Endpoint
+	var out []cqlconn.Endpoint
+	var skipped []cqlconn.Endpoint
 	for _, ep := range contacts {
 		if plan.seen[ep.Addr] {
 			continue
@@ -287,7 +287,7 @@ func (p *Planner) Admit(now time.Time, plan *Plan, contacts []Endpoint, known []
 		for _, h := range known {
 			candidates = append(candidates, h.Endpoint)
 		}
-		var best *Endpoint
+		var best *cqlconn.Endpoint
 		var bestNext time.Time
 		for i := range candidates {
 			next := time.Time{}
@@ -384,7 +384,7 @@ func (p *Planner) backoff(failures int) time.Duration {
 }
 
 // matchesHint reports whether hint names ep: by host ID, address or IP.
-func matchesHint(ep Endpoint, hint string) bool {
+func matchesHint(ep cqlconn.Endpoint, hint string) bool {
 	if hint == "" {
 		return false
 	}
@@ -402,18 +402,29 @@ func matchesHint(ep Endpoint, hint string) bool {
 	return hip != nil && aip != nil && hip.Equal(aip)
 }
 
-// hintEndpoint turns a hint that is an address into an endpoint (a host not yet known).
-func hintEndpoint(hint string, port int) (Endpoint, bool) {
+// HintEndpoint is the endpoint a re-arm's hint names: the known host it matches (by host ID,
+// address or IP), else the address it is (port for a bare IP).
+func HintEndpoint(hosts []PlanHost, hint string, port int) (cqlconn.Endpoint, bool) {
+	for _, h := range hosts {
+		if matchesHint(h.Endpoint, hint) {
+			return h.Endpoint, true
+		}
+	}
+	return addressEndpoint(hint, port)
+}
+
+// addressEndpoint turns a hint that is an address into an endpoint (a host not yet known).
+func addressEndpoint(hint string, port int) (cqlconn.Endpoint, bool) {
 	if host, p, err := net.SplitHostPort(hint); err == nil {
 		if net.ParseIP(host) != nil {
-			return Endpoint{Addr: net.JoinHostPort(host, p)}, true
+			return cqlconn.Endpoint{Addr: net.JoinHostPort(host, p)}, true
 		}
-		return Endpoint{}, false
+		return cqlconn.Endpoint{}, false
 	}
 	if ip := net.ParseIP(hint); ip != nil && port > 0 {
-		return Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(port))}, true
+		return cqlconn.Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(port))}, true
 	}
-	return Endpoint{}, false
+	return cqlconn.Endpoint{}, false
 }
 
 // localFirst is a stable partition: hosts of dc, then the others.
@@ -446,56 +457,4 @@ func sortByWait(hosts []PlanHost, recs map[string]*downRecord) {
 	}
 	// stable: hosts with equal times keep their order
 	slices.SortStableFunc(hosts, func(a, b PlanHost) int { return next(a).Compare(next(b)) })
-}
-
-// Resolver looks up the IP addresses of a host name (net.DefaultResolver.LookupIP by default).
-type Resolver func(ctx context.Context, host string) ([]net.IP, error)
-
-func defaultResolver(ctx context.Context, host string) ([]net.IP, error) {
-	return net.DefaultResolver.LookupIP(ctx, "ip", host)
-}
-
-// ResolveContactPoints turns contact points ("host" or "host:port", as in
-// gocql.ClusterConfig.Hosts) into endpoints, looking names up again every time: pods come back
-// with new IPs. As gocql does, IPv4 addresses are preferred when a name has any. Names that do
-// not resolve are skipped; the error of the last failure is returned with what did resolve.
-func ResolveContactPoints(ctx context.Context, hosts []string, port int, resolve Resolver) ([]Endpoint, error) {
-	if resolve == nil {
-		resolve = defaultResolver
-	}
-	var out []Endpoint
-	var lastErr error
-	for _, h := range hosts {
-		host, p := strings.TrimSpace(h), port
-		if hh, ps, err := net.SplitHostPort(host); err == nil {
-			n, err := strconv.Atoi(ps)
-			if err != nil {
-				lastErr = err
-				continue
-			}
-			host, p = hh, n
-		}
-		if ip := net.ParseIP(host); ip != nil {
-			out = append(out, Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(p))})
-			continue
-		}
-		ips, err := resolve(ctx, host)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		var v4 []net.IP
-		for _, ip := range ips {
-			if ip4 := ip.To4(); ip4 != nil {
-				v4 = append(v4, ip4)
-			}
-		}
-		if len(v4) > 0 {
-			ips = v4
-		}
-		for _, ip := range ips {
-			out = append(out, Endpoint{Addr: net.JoinHostPort(ip.String(), strconv.Itoa(p)), Hostname: host})
-		}
-	}
-	return out, lastErr
 }

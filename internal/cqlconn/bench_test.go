@@ -1,7 +1,8 @@
-package controlconn
+package cqlconn
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,8 +40,8 @@ func BenchmarkConnectAndRead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l := &link{Conn: c}
-		if _, _, err := readTables(ctx, c, sim.Port(), &l.peers); err != nil {
+		var peers atomic.Int32
+		if _, _, err := ReadTables(ctx, c, sim.Port(), &peers); err != nil {
 			b.Fatal(err)
 		}
 		_ = c.Close()

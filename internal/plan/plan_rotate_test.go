@@ -1,4 +1,4 @@
-package controlconn
+package plan
 
 import (
 	"fmt"

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/datastax/go-cassandra-native-protocol/message"
@@ -34,7 +36,7 @@ type refreshResult struct {
 // belief is a host as the latest host event (from gocql or our own connection) describes it.
 type belief struct {
 	ep     Endpoint
-	belief Belief
+	belief plan.Belief
 }
 
 // attemptResult is what the attempt goroutine hands back to run.
@@ -281,12 +283,7 @@ func (cc *ControlConnection) reArm(o *owner, reason reconnect.Reason, hint strin
 
 // hintEndpoint is the endpoint a re-arm's hint names: a known host, or an address.
 func (cc *ControlConnection) hintEndpoint(hint string) (Endpoint, bool) {
-	for _, h := range *cc.planHosts.Load() {
-		if matchesHint(h.Endpoint, hint) {
-			return h.Endpoint, true
-		}
-	}
-	return hintEndpoint(hint, cc.cfg.Port)
+	return plan.HintEndpoint(*cc.planHosts.Load(), hint, cc.cfg.Port)
 }
 
 // adopt makes l the current connection and publishes its first refresh: the changes since
@@ -312,8 +309,8 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	}
 	cc.publishHosts(o)
 	cc.governConnected()
-	cc.obs.Connected(l.ep, l.version)
-	cc.log.Info("control connection up", "addr", l.ep.Addr, "host_id", l.ep.HostID, "protocol", int(l.version), "changes", len(changes))
+	cc.obs.Connected(l.ep, l.Version())
+	cc.log.Info("control connection up", "addr", l.ep.Addr, "host_id", l.ep.HostID, "protocol", int(l.Version()), "changes", len(changes))
 	cc.resetPeriodic(o)
 	cc.maybeRefresh(o)
 	o.adoptions++
@@ -382,7 +379,7 @@ func (cc *ControlConnection) maybeRefresh(o *owner) {
 		defer cc.wg.Done()
 		start := time.Now()
 		ctx, cancel := context.WithTimeout(cc.ctx, cc.cad.RequestTimeout)
-		cfg, skipped, err := readTables(ctx, l.Conn, cc.cfg.Port, &l.peers)
+		cfg, skipped, err := cqlconn.ReadTables(ctx, l.Conn, cc.cfg.Port, &l.peers)
 		cancel()
 		o.refreshed <- refreshResult{gen: gen, cfg: cfg, skipped: skipped, err: err, took: time.Since(start)}
 	}()
@@ -516,7 +513,7 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		}
 		switch e.Kind {
 		case hostevents.KindUp:
-			o.beliefs[key] = belief{ep: ep, belief: BeliefUp}
+			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefUp}
 			cc.planner.Evidence(hint, *cc.planHosts.Load())
 			if ep.Addr != "" {
 				cc.planner.Evidence(ep.Addr, nil)
@@ -527,7 +524,7 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		case hostevents.KindAdded:
 			prev, ok := o.beliefs[key]
 			if !ok {
-				prev = belief{belief: BeliefUnknown}
+				prev = belief{belief: plan.BeliefUnknown}
 			}
 			prev.ep = ep
 			o.beliefs[key] = prev
@@ -535,7 +532,7 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 				added, addedHint = true, hint
 			}
 		case hostevents.KindDown:
-			o.beliefs[key] = belief{ep: ep, belief: BeliefDown}
+			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefDown}
 		case hostevents.KindRemoved:
 			delete(o.beliefs, key)
 		}
@@ -555,16 +552,16 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 // publishHosts merges the snapshot's hosts with the beliefs from host events (the latest
 // event about a host wins over the snapshot's state) and publishes them for attempts.
 func (cc *ControlConnection) publishHosts(o *owner) {
-	var hosts []PlanHost
+	var hosts []plan.PlanHost
 	seen := map[string]bool{}
 	if snap := cc.store.Current(); snap != nil {
 		for h, st := range snap.All() {
-			ph := PlanHost{Endpoint: Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}}
+			ph := plan.PlanHost{Endpoint: Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}}
 			switch st {
 			case metadata.StateUp:
-				ph.Belief = BeliefUp
+				ph.Belief = plan.BeliefUp
 			case metadata.StateDown:
-				ph.Belief = BeliefDown
+				ph.Belief = plan.BeliefDown
 			}
 			if b, ok := o.beliefs[h.HostID()]; ok {
 				ph.Belief = b.belief
@@ -577,7 +574,7 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 		if seen[key] || b.ep.Addr == "" {
 			continue
 		}
-		hosts = append(hosts, PlanHost{Endpoint: b.ep, Belief: b.belief})
+		hosts = append(hosts, plan.PlanHost{Endpoint: b.ep, Belief: b.belief})
 	}
 	cc.planHosts.Store(&hosts)
 }

@@ -1,4 +1,4 @@
-package controlconn
+package cqlconn
 
 import (
 	"context"
@@ -18,21 +18,13 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// serverNode starts an in-memory cluster of cfg outside any bubble, closed when the test ends,
-// and returns its first node, to serve connections accepted on real sockets (listen).
-func serverNode(t *testing.T, cfg cqlsim.Config) (*cqlsim.Cluster, *cqlsim.Node) {
-	t.Helper()
-	c := startMem(t, cfg)
-	t.Cleanup(func() { _ = c.Close() })
-	return c, c.Node(0)
-}
 
 // accepted is the number of connections node has accepted.
 func accepted(c *cqlsim.Cluster, node *cqlsim.Node) int {
@@ -46,8 +38,8 @@ func accepted(c *cqlsim.Cluster, node *cqlsim.Node) int {
 }
 
 func TestDialHandshakeRegistersAndQueries(t *testing.T) {
-	_, node := serverNode(t, memConfig(1))
-	addr := listen(t, node)
+	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
+	addr := simtest.Listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
@@ -60,16 +52,16 @@ func TestDialHandshakeRegistersAndQueries(t *testing.T) {
 	assert.IsType(t, &message.RowsResult{}, resp)
 }
 
-// v3Config is memConfig(1) whose node negotiates v3 at most.
+// v3Config is simtest.MemConfig(1) whose node negotiates v3 at most.
 func v3Config() cqlsim.Config {
-	cfg := memConfig(1)
+	cfg := simtest.MemConfig(1)
 	cfg.MaxProtocolVersion = 3
 	return cfg
 }
 
 func TestDialNegotiatesDownToV3(t *testing.T) {
-	sim, node := serverNode(t, v3Config())
-	addr := listen(t, node)
+	sim, node := simtest.ServerNode(t, v3Config())
+	addr := simtest.Listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
@@ -80,8 +72,8 @@ func TestDialNegotiatesDownToV3(t *testing.T) {
 }
 
 func TestDialPinnedVersionRejectedIsProtocolError(t *testing.T) {
-	_, node := serverNode(t, v3Config())
-	addr := listen(t, node)
+	_, node := simtest.ServerNode(t, v3Config())
+	addr := simtest.Listen(t, node)
 
 	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ProtoVersion: 4})
 	require.Error(t, err)
@@ -95,10 +87,10 @@ func TestParseGreatestVersion(t *testing.T) {
 }
 
 func TestDialAuthentication(t *testing.T) {
-	cfg := memConfig(1)
+	cfg := simtest.MemConfig(1)
 	cfg.Username, cfg.Password = "cassandra", "secret"
-	_, node := serverNode(t, cfg)
-	addr := listen(t, node)
+	_, node := simtest.ServerNode(t, cfg)
+	addr := simtest.Listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
 		Authenticator: gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"},
@@ -129,9 +121,9 @@ func TestDialRefusedIsRetryable(t *testing.T) {
 
 // A listener that accepts and never answers: the handshake must give up at ConnectTimeout.
 func TestDialSilentPeerTimesOutAtConnectTimeout(t *testing.T) {
-	_, node := serverNode(t, memConfig(1))
+	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
 	node.Mute(true)
-	addr := listen(t, node)
+	addr := simtest.Listen(t, node)
 
 	start := time.Now()
 	_, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{ConnectTimeout: 300 * time.Millisecond})
@@ -143,9 +135,9 @@ func TestDialSilentPeerTimesOutAtConnectTimeout(t *testing.T) {
 }
 
 func TestDialContextCancelIsPrompt(t *testing.T) {
-	_, node := serverNode(t, memConfig(1))
+	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
 	node.Mute(true)
-	addr := listen(t, node)
+	addr := simtest.Listen(t, node)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -156,8 +148,8 @@ func TestDialContextCancelIsPrompt(t *testing.T) {
 }
 
 func TestEventsDelivered(t *testing.T) {
-	_, node := serverNode(t, memConfig(1))
-	addr := listen(t, node)
+	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
+	addr := simtest.Listen(t, node)
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{})
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
@@ -177,7 +169,7 @@ func TestEventsDelivered(t *testing.T) {
 
 func TestRequestContextExpiryKeepsConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim, HeartbeatInterval: -1})
 		require.NoError(t, err)
@@ -201,7 +193,7 @@ func TestRequestContextExpiryKeepsConnection(t *testing.T) {
 // went silent, not later.
 func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		var mu sync.Mutex
 		var beats []error
@@ -255,7 +247,7 @@ func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
 
 func TestCloseFailsPendingRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim})
 		require.NoError(t, err)
 		sim.Node(0).Mute(true)
@@ -290,8 +282,8 @@ func (d *recordingHostDialer) DialHost(ctx context.Context, h *gocql.HostInfo) (
 }
 
 func TestDialUsesHostDialerWithAddressAndPort(t *testing.T) {
-	_, node := serverNode(t, memConfig(1))
-	addr := listen(t, node)
+	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
+	addr := simtest.Listen(t, node)
 	hd := &recordingHostDialer{}
 	c, err := Dial(context.Background(), Endpoint{Addr: addr, HostID: "h1"}, ConnConfig{HostDialer: hd})
 	require.NoError(t, err)
@@ -319,20 +311,12 @@ func selfSigned(t *testing.T) tls.Certificate {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// listen serves node on a loopback port until the test ends and returns its address, for the
-// tests that need real sockets: TLS, a host dialer, timeouts in real time.
-func listen(t *testing.T, node *cqlsim.Node) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	return serve(t, node, ln)
-}
-
 // listenTLS serves node over TLS with a fresh self-signed certificate; returns address and CA pool.
 func listenTLS(t *testing.T, node *cqlsim.Node) (string, *x509.CertPool) {
 	cert := selfSigned(t)
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	require.NoError(t, err)
-	addr := serve(t, node, ln)
+	addr := simtest.Serve(t, node, ln)
 	leaf, err := x509.ParseCertificate(cert.Certificate[0])
 	require.NoError(t, err)
 	pool := x509.NewCertPool()
@@ -340,29 +324,8 @@ func listenTLS(t *testing.T, node *cqlsim.Node) (string, *x509.CertPool) {
 	return addr, pool
 }
 
-// serve hands every connection ln accepts to node until the test ends, then closes ln (the
-// node's cluster closes the connections); it returns ln's address.
-func serve(t *testing.T, node *cqlsim.Node, ln net.Listener) string {
-	accepting := make(chan struct{})
-	go func() {
-		defer close(accepting)
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			node.ServeConn(nc)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-accepting
-	})
-	return ln.Addr().String()
-}
-
 func TestDialTLS(t *testing.T) {
-	_, node := serverNode(t, memConfig(1))
+	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
 	addr, pool := listenTLS(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{TLS: &tls.Config{RootCAs: pool}})
@@ -390,7 +353,7 @@ func TestClassify(t *testing.T) {
 // Many requests in flight at once on one connection each get their own answer.
 func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim})
 		require.NoError(t, err)
 		// Row k holds "v<k>": each answer names the request it answers.
@@ -440,7 +403,7 @@ func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
 // consumer is told to resynchronise.
 func TestEventOverflowIsSignalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim})
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package controlconn
+package cqlconn
 
 import (
 	"fmt"
@@ -11,19 +11,31 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// hostInfoCache keeps the *gocql.HostInfo gocql itself built for each address, so that a
+// HostInfoCache keeps the *gocql.HostInfo gocql itself built for each address, so that a
 // user's HostDialer or AuthProvider gets from us what it gets from gocql: the hostname of a
 // contact point given as a DNS name (a HostDialer that verifies TLS by hostname needs it), the
-// port, the host ID. New installs it as the gocql config's ConnectObserver, chained to the
-// observer the user had: gocql reports every connection it makes with its HostInfo. Safe for
-// concurrent use; ObserveConnect never blocks.
-type hostInfoCache struct {
+// port, the host ID. controlconn.New installs it as the gocql config's ConnectObserver, chained
+// to the observer the user had: gocql reports every connection it makes with its HostInfo. Safe
+// for concurrent use; ObserveConnect never blocks.
+type HostInfoCache struct {
 	next  gocql.ConnectObserver // the user's observer, called first; may be nil
 	hosts sync.Map              // "ip:port" -> *gocql.HostInfo
 }
 
+// NewHostInfoCache returns an empty cache that passes every connection on to next (may be nil).
+func NewHostInfoCache(next gocql.ConnectObserver) *HostInfoCache {
+	return &HostInfoCache{next: next}
+}
+
+// WithHostInfos returns cfg whose HostDialer and AuthProvider get gocql's own HostInfos from
+// cache, when gocql has connected to the address dialled.
+func WithHostInfos(cfg ConnConfig, cache *HostInfoCache) ConnConfig {
+	cfg.hostInfos = cache
+	return cfg
+}
+
 // ObserveConnect implements gocql.ConnectObserver.
-func (c *hostInfoCache) ObserveConnect(o gocql.ObservedConnect) {
+func (c *HostInfoCache) ObserveConnect(o gocql.ObservedConnect) {
 	if c.next != nil {
 		c.next.ObserveConnect(o)
 	}
@@ -34,7 +46,7 @@ func (c *hostInfoCache) ObserveConnect(o gocql.ObservedConnect) {
 
 // lookup returns gocql's HostInfo for ep's address, nil if gocql has not connected to it
 // (or c is nil).
-func (c *hostInfoCache) lookup(ep Endpoint) *gocql.HostInfo {
+func (c *HostInfoCache) lookup(ep Endpoint) *gocql.HostInfo {
 	if c == nil {
 		return nil
 	}
@@ -45,21 +57,21 @@ func (c *hostInfoCache) lookup(ep Endpoint) *gocql.HostInfo {
 }
 
 // hostInfoFor is the *gocql.HostInfo for ep: gocql's own if it connected to that address,
-// else one built by hostInfo.
+// else one built by HostInfo.
 func (c ConnConfig) hostInfoFor(ep Endpoint) (*gocql.HostInfo, error) {
 	if h := c.hostInfos.lookup(ep); h != nil {
 		return h, nil
 	}
-	return hostInfo(ep)
+	return HostInfo(ep)
 }
 
-// hostInfo builds the *gocql.HostInfo a user's gocql.HostDialer expects, when gocql has none
+// HostInfo builds the *gocql.HostInfo a user's gocql.HostDialer expects, when gocql has none
 // for the address (no session attached, or not connected there yet). gocql v1.7.0 exports no
 // constructor and no port setter, yet every HostDialer dials host.ConnectAddressAndPort(), so
 // the port is written into the unexported field; if a gocql upgrade renames that field the
 // dial fails with a clear error rather than dialling port 0. Without gocql's HostInfo the
 // hostname is the IP address.
-func hostInfo(ep Endpoint) (*gocql.HostInfo, error) {
+func HostInfo(ep Endpoint) (*gocql.HostInfo, error) {
 	host, portStr, err := net.SplitHostPort(ep.Addr)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package controlconn
+package plan
 
 import (
 	"context"
@@ -7,9 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// Endpoint is the endpoint type of the plans, short for the tests.
+type Endpoint = cqlconn.Endpoint
 
 func noShuffle(int, func(i, j int)) {}
 

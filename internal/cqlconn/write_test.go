@@ -1,4 +1,4 @@
-package controlconn
+package cqlconn
 
 // Regressions these tests catch (each was run against the code before the fix and failed):
 //
@@ -20,6 +20,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,7 @@ import (
 
 func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		defer func() { assert.NoError(t, sim.Close()) }()
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim, HeartbeatInterval: -1})
 		require.NoError(t, err)
@@ -97,7 +98,7 @@ func (c *stallConn) Write(b []byte) (int, error) {
 
 func TestStuckWriteDoesNotDelayTheHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sim := newCluster(1)
+		sim := simtest.NewCluster(1)
 		defer func() { assert.NoError(t, sim.Close()) }()
 		d := &stallDialer{sim: sim}
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{

@@ -1,4 +1,4 @@
-package controlconn
+package cqlconn
 
 import (
 	"context"
@@ -129,9 +129,9 @@ const (
 	peersV2Query = "SELECT * FROM system.peers_v2"
 )
 
-// readTables reads system.local and the peers table on c and decodes them. peers remembers
+// ReadTables reads system.local and the peers table on c and decodes them. peers remembers
 // across calls on the same connection which peers table works.
-func readTables(ctx context.Context, c *Conn, port int, peers *atomic.Int32) (metadata.SnapshotConfig, []metadata.SkippedPeer, error) {
+func ReadTables(ctx context.Context, c *Conn, port int, peers *atomic.Int32) (metadata.SnapshotConfig, []metadata.SkippedPeer, error) {
 	at := time.Now()
 	local, err := c.queryRows(ctx, localQuery)
 	if err != nil {

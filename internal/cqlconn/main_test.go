@@ -1,0 +1,10 @@
+package cqlconn
+
+import (
+	"testing"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+)
+
+// Every test closes its connections and simulated clusters (see leakcheck).
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

@@ -1,0 +1,6 @@
+// Package plan orders the hosts of each connection attempt of the control connection: the
+// evidenced host first, then hosts believed up, unknown and known down (each down host at most
+// once per its own backoff in a re-armed attempt), blind attempts after the first of a
+// recovery limited to BlindAttemptHosts of them in rotation; and it resolves the contact points
+// again for every attempt. Package controlconn drives it; the lab models the same limit.
+package plan
