@@ -19,7 +19,7 @@ var (
 	hostC = netip.MustParseAddrPort("127.0.0.3:9042")
 )
 
-// t0 is the tests' time origin.
+// t0 is the start of the tests, which pass times by hand.
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // at is t0 plus d.
