@@ -55,7 +55,7 @@ soak:
 		-run 'TestSoakRestarts|TestRandomFaults|TestCloseIsPromptDuringHostEventFlood' ./integration/ ./controlconn/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/ ./internal/cqlconn/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/ ./internal/cqlconn/ ./internal/dialgate/
 
 demo:
 	$(GO) run ./cmd/cqlcontrol demo

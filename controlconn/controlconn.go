@@ -171,11 +171,6 @@ type ControlConnection struct {
 	closed  bool
 }
 
-// BeliefUp is the host plan's belief that a host is up (internal/plan). It is exported only
-// because the dial governor's code names it here; it leaves the public API when the governor
-// moves under internal/. Nothing outside this package needs it.
-const BeliefUp = plan.BeliefUp
-
 // link is a connection that completed an attempt: handshake, REGISTER, first metadata read.
 type link struct {
 	*cqlconn.Conn

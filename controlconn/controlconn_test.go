@@ -25,9 +25,6 @@ import (
 // half makes jitter zero (u = 0.5) and shuffling deterministic.
 func half() float64 { return 0.5 }
 
-// t0 is the start of the tests that pass times by hand (the dial governor's).
-var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-
 // memConfig is simtest.MemConfig: n nodes at 10.0.0.1:9042, ..., one token each, gossip quiet.
 func memConfig(n int) cqlsim.Config { return simtest.MemConfig(n) }
 

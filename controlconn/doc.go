@@ -40,10 +40,11 @@
 // of an internal type lists the members it makes public); TestPublicSurfaceIsDocumented fails
 // when this list and the code differ. The wire connection (internal/cqlconn: Dial, Conn, the
 // handshake) and the host planner (internal/plan) are not part of it; Endpoint, ConnConfig,
-// ConnError, ErrorClass and ServerError are aliases of cqlconn's types, Resolver of plan's.
-// BeliefUp is exported only until the dial governor (DialGate, Verdict) moves under internal/.
+// ConnError, ErrorClass and ServerError are aliases of cqlconn's types, Resolver of plan's. The
+// dial governor's decision core (internal/dialgate) is not part of it either: Governor
+// configures it, GovernorStats counts its decisions.
 //
-//	AllEvents BeliefUp
+//	AllEvents
 //	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
 //		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay
 //		Validate WithDefaults
@@ -63,8 +64,6 @@
 //	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
 //	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout
 //	DialError: Error ErrorClass Errs Unwrap
-//	DialGate: Admit AdmitOwn Config ConnDown ConnIsUp ConnUp Done DoneOwn HostDown HostUp Lost
-//		NextReal
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrClosed ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence ErrInvalidGovernor
 //	ErrLostRace
@@ -72,14 +71,13 @@
 //	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
-//	IsServerError MinRefreshInterval New NewDialGate NewWithConfig NewWithListener
+//	IsServerError MinRefreshInterval New NewWithConfig NewWithListener
 //	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Option ProtocolMaxFrameSize Resolver
 //	ServerError: Code Error Message
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
 //		NextAttemptAt Recovery SkippedPeers State Version
-//	Verdict: Allowed String
-//	VerdictBudget VerdictHostBackoff VerdictHostSlot VerdictNoBudget VerdictPass WithDialGovernor
-//	WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver WithResolver
+//	WithDialGovernor WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver
+//	WithResolver
 package controlconn

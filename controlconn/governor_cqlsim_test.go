@@ -108,7 +108,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 	eventuallyTrue(t, 10*time.Second, func() bool {
 		cc.gov.mu.Lock()
 		defer cc.gov.mu.Unlock()
-		return !cc.gov.gate.ConnIsUp() && !cc.gov.gate.reachable
+		return cc.gov.gate.BudgetApplies()
 	}, "ours lost and its dials failing: the budget applies")
 
 	// The application creates a session now (retrying, as it would): its first dial gets the

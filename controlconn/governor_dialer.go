@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
@@ -56,20 +58,20 @@ func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget }
 // governor configured) does nothing.
 type dialGovernor struct {
 	mu   sync.Mutex // guards gate
-	gate *DialGate
+	gate *dialgate.DialGate
 	now  func() time.Time
 
-	off      atomic.Bool                       // after Close: every dial passes untouched
-	evidence atomic.Pointer[func(addr string)] // set once the ControlConnection exists
-	counts   [VerdictNoBudget + 1]atomic.Int64 // by Verdict
-	evidN    atomic.Int64                      // evidence delivered
+	off      atomic.Bool                                // after Close: every dial passes untouched
+	evidence atomic.Pointer[func(addr string)]          // set once the ControlConnection exists
+	counts   [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
+	evidN    atomic.Int64                               // evidence delivered
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
-	gate, err := NewDialGate(g, delayCap, rand)
-	if err != nil {
+	if err := g.Validate(); err != nil {
 		return nil, err
 	}
+	gate := dialgate.New(dialgate.Config(g.WithDefaults(delayCap)), rand)
 	if now == nil {
 		now = time.Now
 	}
@@ -77,7 +79,7 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 }
 
 // locked runs f on the gate under the mutex, with the time; the nil governor does nothing.
-func (g *dialGovernor) locked(f func(d *DialGate, now time.Time)) {
+func (g *dialGovernor) locked(f func(d *dialgate.DialGate, now time.Time)) {
 	if g == nil {
 		return
 	}
@@ -89,7 +91,7 @@ func (g *dialGovernor) locked(f func(d *DialGate, now time.Time)) {
 // Connected tells the governor our connection is up and sees the hosts at seenUp ("ip:port",
 // as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock.
 func (g *dialGovernor) Connected(seenUp []string) {
-	g.locked(func(d *DialGate, now time.Time) {
+	g.locked(func(d *dialgate.DialGate, now time.Time) {
 		for _, addr := range seenUp {
 			if ap, ok := parseAddrPort(addr); ok {
 				d.SeenUp(ap)
@@ -100,11 +102,11 @@ func (g *dialGovernor) Connected(seenUp []string) {
 }
 
 // ConnDown tells the governor our connection is down: the client-wide budget applies.
-func (g *dialGovernor) ConnDown() { g.locked((*DialGate).ConnDown) }
+func (g *dialGovernor) ConnDown() { g.locked((*dialgate.DialGate).ConnDown) }
 
 // Lost tells the governor our connection to addr ("ip:port") was lost (DialGate.Lost).
 func (g *dialGovernor) Lost(addr string) {
-	g.locked(func(d *DialGate, now time.Time) {
+	g.locked(func(d *dialgate.DialGate, now time.Time) {
 		if ap, ok := parseAddrPort(addr); ok {
 			d.Lost(now, ap)
 		} else {
@@ -116,14 +118,14 @@ func (g *dialGovernor) Lost(addr string) {
 // HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
 func (g *dialGovernor) HostUp(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		g.locked(func(d *DialGate, _ time.Time) { d.HostUp(ap) })
+		g.locked(func(d *dialgate.DialGate, _ time.Time) { d.HostUp(ap) })
 	}
 }
 
 // HostDown tells the governor that the host at addr ("ip:port", as dialled) is down.
 func (g *dialGovernor) HostDown(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		g.locked(func(d *DialGate, now time.Time) { d.HostDown(now, ap) })
+		g.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
 	}
 }
 
@@ -143,11 +145,11 @@ func (g *dialGovernor) onEvidence(f func(addr string)) { g.evidence.Store(&f) }
 // Stats returns the counters.
 func (g *dialGovernor) Stats() GovernorStats {
 	return GovernorStats{
-		Passed:         g.counts[VerdictPass].Load(),
-		HostSlots:      g.counts[VerdictHostSlot].Load(),
-		Budget:         g.counts[VerdictBudget].Load(),
-		RefusedBackoff: g.counts[VerdictHostBackoff].Load(),
-		RefusedBudget:  g.counts[VerdictNoBudget].Load(),
+		Passed:         g.counts[dialgate.VerdictPass].Load(),
+		HostSlots:      g.counts[dialgate.VerdictHostSlot].Load(),
+		Budget:         g.counts[dialgate.VerdictBudget].Load(),
+		RefusedBackoff: g.counts[dialgate.VerdictHostBackoff].Load(),
+		RefusedBudget:  g.counts[dialgate.VerdictNoBudget].Load(),
 		Evidence:       g.evidN.Load(),
 	}
 }
@@ -155,7 +157,7 @@ func (g *dialGovernor) Stats() GovernorStats {
 // admit decides a dial to addr, of ours if own; the error wraps ErrGoverned when it is refused.
 func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
 	g.mu.Lock()
-	var v Verdict
+	var v dialgate.Verdict
 	if own {
 		v = g.gate.AdmitOwn(g.now(), addr)
 	} else {
@@ -176,7 +178,7 @@ func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
 // goroutine, so any other error would hold that goroutine about 3 s per refused host, and
 // the hosts behind it (and gocql's own UP handling of a host whose refused fill is still
 // retrying) would wait.
-func refusal(addr netip.AddrPort, v Verdict) error {
+func refusal(addr netip.AddrPort, v dialgate.Verdict) error {
 	return &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(addr), Err: fmt.Errorf("%w (%s)", ErrGoverned, v)}
 }
 
@@ -375,7 +377,7 @@ func (cc *ControlConnection) governConnected() {
 	}
 	var up []string
 	for _, h := range *cc.planHosts.Load() {
-		if h.Belief == BeliefUp {
+		if h.Belief == plan.BeliefUp {
 			up = append(up, h.Addr)
 		}
 	}

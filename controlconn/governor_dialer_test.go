@@ -293,20 +293,3 @@ func BenchmarkGovernedDialUpHost(b *testing.B) {
 		}
 	}
 }
-
-// The decision alone, in the pure core.
-func BenchmarkDialGateAdmitUpHost(b *testing.B) {
-	gate, err := NewDialGate(Governor{}, 0, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	now := time.Now()
-	gate.Done(now, hostA, true, false)
-	b.ReportAllocs()
-	for b.Loop() {
-		if v := gate.Admit(now, hostA); v != VerdictPass {
-			b.Fatal(v)
-		}
-		gate.Done(now, hostA, true, false)
-	}
-}

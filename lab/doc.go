@@ -55,8 +55,9 @@
 // The gocql+governed row is a whole client process sharing controlconn's dial governor: gocql's
 // control connection (the gocql model), one gocql v1.7 pool per node (a fill redials at the
 // loss and on a 1 s ReconnectInterval tick; connect() retries a refused-by-governor dial 3
-// times 1 s apart) and ours (the Recovery above), every dial through controlconn's real
-// DialGate, driven call for call in virtual time as ours drives reconnect.Recovery. Its
-// lateness is the data path's (the last pool back after ready), its attempts and dials the
-// process's real dials until ours is back, and its fleet columns count SYNs per second.
+// times 1 s apart) and ours (the Recovery above), every dial through the governor's real
+// DialGate (internal/dialgate), driven call for call in virtual time as ours drives
+// reconnect.Recovery. Its lateness is the data path's (the last pool back after ready), its
+// attempts and dials the process's real dials until ours is back, and its fleet columns count
+// SYNs per second.
 package lab

@@ -9,18 +9,19 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
 )
 
 // process is one client process through one full-cluster outage, in virtual time: gocql's
 // control connection, one gocql pool per node and ours, each dialling one host at a time, all
-// through one controlconn.DialGate (nil: ungoverned). The engine runs the actor whose next
-// step is due first; a real dial is two steps, its Admit at its start and its Done DialTime
-// later, so that other actors' decisions in between see it booked, as the governed dialers'
-// mutex makes them.
+// through one dialgate.DialGate, the core of controlconn's governor (nil: ungoverned). The
+// engine runs the actor whose next step is due first; a real dial is two steps, its Admit at
+// its start and its Done DialTime later, so that other actors' decisions in between see it
+// booked, as the governed dialers' mutex makes them.
 type process struct {
 	cfg   Config
 	ready time.Duration
-	gate  *controlconn.DialGate
+	gate  *dialgate.DialGate
 	addrs []netip.AddrPort
 	rng   *rand.Rand
 	rec   recorder
@@ -42,10 +43,7 @@ func simulateGoverned(cfg Config, rng *rand.Rand, ready time.Duration, governed 
 		p.addrs = append(p.addrs, netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}), governedPort))
 	}
 	if governed {
-		gate, err := controlconn.NewDialGate(controlconn.Governor{}, cfg.Reconnect.DelayCap, rng.Float64)
-		if err != nil {
-			return governedRun{}, err
-		}
+		gate := dialgate.New(dialgate.Config(controlconn.Governor{}.WithDefaults(cfg.Reconnect.DelayCap)), rng.Float64)
 		p.gate, p.tick = gate, governedTick
 		gate.Lost(epoch, p.addrs[0]) // ours was on the first node
 	}
@@ -89,7 +87,7 @@ func simulateGoverned(cfg Config, rng *rand.Rand, ready time.Duration, governed 
 // reports whether the dial is real; a refused one costs no time and sends nothing.
 func (p *process) begin(t time.Duration, host int, own bool) bool {
 	if p.gate != nil {
-		var v controlconn.Verdict
+		var v dialgate.Verdict
 		if own {
 			v = p.gate.AdmitOwn(epoch.Add(t), p.addrs[host])
 		} else {

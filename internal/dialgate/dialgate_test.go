@@ -1,0 +1,390 @@
+package dialgate
+
+// The dial governor's decision core (DialGate), driven call for call with the time passed in.
+// Written before the core existed; each rule below is the contract of issue 8 and failed
+// (did not compile, then returned VerdictPass for everything) against a stub Admit.
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	hostA = netip.MustParseAddrPort("127.0.0.1:9042")
+	hostB = netip.MustParseAddrPort("127.0.0.2:9042")
+	hostC = netip.MustParseAddrPort("127.0.0.3:9042")
+)
+
+// t0 is the start of the tests, which pass times by hand.
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// at is t0 plus d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// testConfig is controlconn.Governor{}.WithDefaults(0): the defaults, MaxInterval 30 s (the
+// Cadence's DelayCap). Written out here, since this package is below controlconn;
+// controlconn's TestGovernorValidate pins the same values and the gate's Config.
+var testConfig = Config{MinInterval: time.Second, OutageShare: 1.0 / 36, MaxInterval: 30 * time.Second,
+	Jitter: 0.2, HostBackoff: time.Second}
+
+// newGate returns a gate with the defaults and no jitter in effect (u = 0.5 is the middle of
+// the range).
+func newGate(t *testing.T) *DialGate {
+	t.Helper()
+	return New(testConfig, func() float64 { return 0.5 })
+}
+
+// dial is one whole dial through the gate: admitted, then done with the given outcome.
+func dial(gate *DialGate, now time.Time, addr netip.AddrPort, ok bool) (Verdict, bool) {
+	v := gate.Admit(now, addr)
+	if !v.Allowed() {
+		return v, false
+	}
+	return v, gate.Done(now, addr, ok, !ok)
+}
+
+// While our connection is up, a host believed up or unknown passes untouched, any number of
+// times at the same instant.
+func TestDialGateUpHostsPass(t *testing.T) {
+	gate := newGate(t)
+	for range 100 {
+		v, _ := dial(gate, t0, hostA, true)
+		require.Equal(t, VerdictPass, v)
+	}
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "unknown host")
+}
+
+// A failed dial makes a host known down: one real dial per backoff (1 s, 2 s, 4 s, ... up to
+// MaxInterval); refused dials in between send nothing. A success ends it.
+func TestDialGateKnownDownHostOneDialPerBackoff(t *testing.T) {
+	gate := newGate(t)
+	_, _ = dial(gate, t0, hostA, false) // passes (unknown), fails: known down from now
+
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA), "at 999 ms: within its 1 s backoff")
+	assert.Equal(t, VerdictPass, gate.Admit(at(999*time.Millisecond), hostB), "other hosts are not affected")
+	v, _ := dial(gate, at(time.Second), hostA, false)
+	assert.Equal(t, VerdictHostSlot, v, "at 1 s: its one real dial")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1001*time.Millisecond), hostA), "the slot is used")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(2999*time.Millisecond), hostA), "second failure: 2 s")
+	v, _ = dial(gate, at(3*time.Second), hostA, false)
+	assert.Equal(t, VerdictHostSlot, v)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(6999*time.Millisecond), hostA), "third failure: 4 s")
+
+	// Doubling stops at MaxInterval (DelayCap, 30 s).
+	now := at(7 * time.Second)
+	for range 10 {
+		v, _ = dial(gate, now, hostA, false)
+		require.Equal(t, VerdictHostSlot, v)
+		now = gate.hosts[hostA].next
+	}
+	v, _ = dial(gate, now, hostA, false)
+	require.Equal(t, VerdictHostSlot, v)
+	assert.Equal(t, 30*time.Second, gate.hosts[hostA].next.Sub(now))
+
+	// It accepts a dial: it passes again.
+	v, _ = dial(gate, gate.hosts[hostA].next, hostA, true)
+	require.Equal(t, VerdictHostSlot, v)
+	assert.Equal(t, VerdictPass, gate.Admit(gate.hosts[hostA].next, hostA))
+}
+
+// A server DOWN event makes a host known down at once; while our connection is up its real
+// dials are MaxInterval (30 s) apart, since the UP event will come; an UP event opens it at once.
+func TestDialGateServerEvents(t *testing.T) {
+	gate := newGate(t)
+	gate.HostDown(t0, hostB)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostB))
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(29999*time.Millisecond), hostB))
+	gate.HostDown(at(10*time.Second), hostB) // a repeated event does not extend it
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(30*time.Second), hostB), "a missed UP is covered")
+	gate.Done(at(30*time.Second), hostB, false, true)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(59999*time.Millisecond), hostB))
+	gate.HostUp(hostB)
+	assert.Equal(t, VerdictPass, gate.Admit(at(31*time.Second), hostB), "UP event: open at once")
+
+	// A host down only by failed dials and then announced down: the longer backoff applies.
+	_, _ = dial(gate, t0, hostC, false)
+	gate.HostDown(t0, hostC)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC))
+
+	// Our connection lost: the budget decides, the announcement's backoff no longer holds.
+	gate.ConnDown(at(2 * time.Second))
+	assert.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostC))
+}
+
+// A dial abandoned by its caller (cancelled) says nothing about the host.
+func TestDialGateAbandonedDialIsNotAFailure(t *testing.T) {
+	gate := newGate(t)
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA))
+	gate.Done(t0, hostA, false, false)
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostA))
+}
+
+// Our connection down: the client-wide budget. The first real dial at once, the next one
+// interval later, whatever host and whoever asks; the interval is MinInterval (1 s) early in
+// the outage and OutageShare (1/36) of the outage later: 2 s at 72 s.
+func TestDialGateBudgetWhileDown(t *testing.T) {
+	gate := newGate(t)
+	gate.ConnDown(t0)
+	v, ev := dial(gate, t0, hostA, false)
+	assert.Equal(t, VerdictBudget, v, "the first dial of an outage is at once")
+	assert.False(t, ev)
+	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB))
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(999*time.Millisecond), hostC), "at 999 ms: no budget")
+	v, _ = dial(gate, at(time.Second), hostC, false)
+	assert.Equal(t, VerdictBudget, v, "at 1 s: the next")
+
+	// 72 s into the outage the interval is 2 s.
+	v, _ = dial(gate, at(72*time.Second), hostB, false)
+	require.Equal(t, VerdictBudget, v)
+	assert.Equal(t, at(74*time.Second), gate.NextReal())
+	// An hour in, it is capped by MaxInterval (DelayCap, 30 s).
+	v, _ = dial(gate, at(time.Hour), hostB, false)
+	require.Equal(t, VerdictBudget, v)
+	assert.Equal(t, at(time.Hour+30*time.Second), gate.NextReal())
+}
+
+// Jitter spreads the budget's interval by ±Jitter: u = 0 gives the shortest, u → 1 the longest.
+func TestDialGateBudgetJitter(t *testing.T) {
+	for _, c := range []struct {
+		u    float64
+		want time.Duration
+	}{{0, 800 * time.Millisecond}, {0.5, time.Second}, {0.75, 1100 * time.Millisecond}} {
+		gate := New(testConfig, func() float64 { return c.u })
+		gate.ConnDown(t0)
+		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
+		assert.Equal(t, at(c.want), gate.NextReal(), "u=%v", c.u)
+	}
+}
+
+// At the cap the jitter only shortens the interval: MaxInterval is a promise, as DelayCap is
+// reconnect's (an hour into an outage, u → 1 gave 1.2 × 30 s = 36 s before the clamp).
+func TestDialGateBudgetJitterNeverPassesMaxInterval(t *testing.T) {
+	for _, c := range []struct {
+		u    float64
+		want time.Duration
+	}{{0, 24 * time.Second}, {0.5, 30 * time.Second}, {0.999, 30 * time.Second}} {
+		gate := New(testConfig, func() float64 { return c.u })
+		gate.ConnDown(t0)
+		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
+		require.False(t, gate.Done(t0, hostA, false, true), "a failed dial is no evidence")
+		require.Equal(t, VerdictBudget, gate.Admit(at(time.Hour), hostB))
+		assert.Equal(t, at(time.Hour+c.want), gate.NextReal(), "u=%v", c.u)
+	}
+}
+
+// While down, a known-down host's backoff is at most (hosts) × interval, so every host gets its
+// turn: the budget is not spent on one host while another is ready.
+func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
+	gate := newGate(t)
+	gate.ConnDown(t0)
+	hosts := []netip.AddrPort{hostA, hostB, hostC}
+	dialled := map[netip.AddrPort]int{}
+	// Every 100 ms someone dials every host in the same order (as gocql's sweep does).
+	for now := t0; now.Before(at(120 * time.Second)); now = now.Add(100 * time.Millisecond) {
+		for _, h := range hosts {
+			if v, _ := dial(gate, now, h, false); v.Allowed() {
+				dialled[h]++
+			}
+		}
+	}
+	for _, h := range hosts {
+		assert.GreaterOrEqual(t, dialled[h], 15, "host %v dialled %d times in 120 s", h, dialled[h])
+	}
+}
+
+// A governed dial that connects while our connection is down and the cluster unreachable as
+// far as we know is evidence, and it proves the cluster reachable: that host and every host
+// not known down pass from then on (none is starved), and their dials that connect are no
+// further evidence; hosts known down stay on the budget. Checked to fail while only the
+// connected host passed (a new gocql session then waited for the budget host by host).
+func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
+	gate := newGate(t)
+	gate.ConnDown(t0)
+	_, _ = dial(gate, t0, hostA, false)
+	assert.True(t, gate.BudgetApplies())
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(500*time.Millisecond), hostC), "unreachable as far as we know: budget")
+	v, ev := dial(gate, at(time.Second), hostB, true)
+	assert.Equal(t, VerdictBudget, v)
+	assert.True(t, ev, "it connected while our connection is down: evidence")
+	assert.False(t, gate.BudgetApplies(), "proven reachable")
+	for range 10 {
+		v, ev = dial(gate, at(1100*time.Millisecond), hostB, true)
+		assert.Equal(t, VerdictPass, v, "a host that accepts connections is not starved")
+		assert.False(t, ev, "the cluster is known reachable now: no news")
+	}
+	v, ev = dial(gate, at(1100*time.Millisecond), hostC, true)
+	assert.Equal(t, VerdictPass, v, "reachable: a host not known down passes")
+	assert.False(t, ev, "known reachable: another host that connects is no news")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down stays on the budget")
+
+	// Our connection comes back and goes down again: the earlier evidence is stale.
+	gate.ConnUp(at(2 * time.Second))
+	gate.ConnDown(at(10 * time.Second))
+	v, _ = dial(gate, at(10*time.Second), hostC, false)
+	assert.Equal(t, VerdictBudget, v)
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(10*time.Second), hostB))
+}
+
+// Ours reconnected: the budget is off, hosts it sees up open at once (HostUp), and a host
+// still known down from the outage gets one real dial at once, its backoff starting over.
+func TestDialGateReconnected(t *testing.T) {
+	gate := newGate(t)
+	gate.ConnDown(t0)
+	now := t0
+	for now.Before(at(120 * time.Second)) { // a long outage: A and B fail many times
+		for _, h := range []netip.AddrPort{hostA, hostB} {
+			_, _ = dial(gate, now, h, false)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	require.True(t, gate.hosts[hostA].down)
+	require.True(t, gate.hosts[hostB].down)
+
+	gate.ConnUp(now)
+	gate.HostUp(hostA)
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostA), "seen up: open at once")
+	v, _ := dial(gate, now, hostB, false)
+	assert.Equal(t, VerdictHostSlot, v, "still down: one dial at once")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(999*time.Millisecond), hostB))
+	assert.Equal(t, VerdictHostSlot, gate.Admit(now.Add(time.Second), hostB), "backoff from 1 s again")
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostC), "unknown host, connection up: pass")
+}
+
+// Before our first connection nothing says the cluster is unreachable: dials pass, and a host
+// whose dials failed backs off (1 s, 2 s, 4 s, ...). Our first connection gives each such host
+// one dial at once, as a reconnection does. Checked to fail while ConnUp did nothing when the
+// gate had never seen ConnDown.
+func TestDialGateFirstConnection(t *testing.T) {
+	gate := newGate(t)
+	now := t0
+	for range 5 { // the cluster is down at start-up: A fails, backs off to 16 s
+		_, _ = dial(gate, now, hostA, false)
+		now = gate.hosts[hostA].next
+	}
+	require.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(-time.Millisecond), hostA))
+	first := now.Add(-10 * time.Second)
+	gate.ConnUp(first)
+	assert.Equal(t, VerdictHostSlot, gate.Admit(first, hostA), "our first connection: one dial at once")
+}
+
+// Our connection lost to A: one lost connection does not make the cluster unreachable, so
+// hosts not known down pass until a dial fails (then the budget applies), and A is suspect. When ours is back on B first, A counts as announced
+// down: it waits MaxInterval for gocql, but our own probe of it passes, and a probe that
+// connects opens it for gocql at once. Checked to fail while ConnUp gave announced hosts a
+// slot at once (gocql's next dial to the restarting node took it), while own dials had no
+// pass, and (TestGovernedRollingRestart: ours waited 11 s for budget that gocql's redials of
+// the restarting node took) while Lost made the whole cluster unreachable.
+func TestDialGateLostAndProbed(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	require.False(t, gate.ConnIsUp())
+	assert.False(t, gate.BudgetApplies(), "presumed reachable")
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "presumed reachable")
+	v, _ := dial(gate, t0, hostC, false)
+	assert.Equal(t, VerdictPass, v)
+	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostB), "a dial failed: the presumption ends, the budget applies")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostC), "failed once: known down")
+	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostC), "then on the budget")
+	gate.Done(at(time.Second), hostC, false, true)
+	assert.Equal(t, at(2*time.Second), gate.NextReal(), "the budget's next dial, 1 s later")
+	gate.Done(t0, hostB, true, false)
+
+	back := at(3 * time.Second)
+	gate.ConnUp(back)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "lost from, not seen since: no slot at once for gocql")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(29*time.Second), hostA))
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, hostA), "our probe passes")
+	gate.Done(back, hostA, true, false)
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
+}
+
+// Ours cut off alone: the host it was lost from waits HostBackoff (gocql redials it at once
+// when its connections close), then one budget dial; once it accepted a dial it is not
+// suspect any more.
+func TestDialGateLostHost(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA))
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA))
+	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostA))
+	gate.Done(at(time.Second), hostA, true, false)
+	gate.ConnUp(at(2 * time.Second))
+	assert.Equal(t, VerdictPass, gate.Admit(at(2*time.Second), hostA), "it accepted a dial: not suspect any more")
+}
+
+// Our own failed dial after Lost ends the presumption of reachability (our attempt found
+// nobody: the budget applies) but does not make the host known down for gocql. Checked to fail
+// while own failures were ignored: ours's first attempt after a full-cluster stop then dialled
+// every host for free (7 nodes, 20 s: 29 dials instead of 23 in the virtual-time outage).
+func TestDialGateOwnFailureEndsPresumption(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	require.Equal(t, VerdictPass, gate.AdmitOwn(t0, hostB))
+	gate.DoneOwn(t0, hostB, false, true)
+	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostC), "the budget applies")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB), "hostB is not known down: it only waits for the budget")
+	gate.ConnUp(at(time.Second))
+	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostB))
+}
+
+func TestVerdictString(t *testing.T) {
+	for v, s := range map[Verdict]string{VerdictPass: "pass", VerdictHostSlot: "host_slot", VerdictBudget: "budget",
+		VerdictHostBackoff: "host_backoff", VerdictNoBudget: "no_budget", Verdict(9): "verdict(9)"} {
+		assert.Equal(t, s, v.String())
+	}
+}
+
+// Our connection is lost while gocql redials the same host (its connections closed too, and
+// gocql often notices first): that host's failures, before or after Lost, do not end the
+// presumption that the rest of the cluster is reachable, and a dial that connects during the
+// presumption is no evidence (our recovery is dialling already; evidence handed to its
+// attempt would make it dial one more host). Checked to fail when only a host not yet down
+// at Lost counted as the lost one (the budget then applied and the dial was evidence), and
+// when any connected dial while ours was down was evidence.
+func TestDialGateLostHostDoesNotEndPresumption(t *testing.T) {
+	gate := newGate(t)
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA))
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA), "gocql's two pool connections redial A")
+	assert.False(t, gate.Done(t0, hostA, false, true), "one fails before ours notices")
+	gate.Lost(at(time.Millisecond), hostA)
+	assert.False(t, gate.Done(at(2*time.Millisecond), hostA, false, true), "the other fails after")
+
+	v, ev := dial(gate, at(3*time.Millisecond), hostB, true)
+	assert.Equal(t, VerdictPass, v, "the rest of the cluster is still presumed reachable")
+	assert.False(t, ev, "a dial confirming the presumption is no evidence")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(4*time.Millisecond), hostA), "the lost host waits its backoff")
+
+	// Another loss; a failed dial to another host ends the presumption: the budget applies,
+	// and the dial it pays that connects is evidence.
+	gate.ConnUp(at(time.Second))
+	gate.HostUp(hostA)
+	gate.Lost(at(2*time.Second), hostB)
+	_, _ = dial(gate, at(2*time.Second), hostC, false)
+	v, ev = dial(gate, at(2*time.Second), hostA, true)
+	assert.Equal(t, VerdictBudget, v)
+	assert.True(t, ev, "connected while the cluster was unreachable as far as we knew: evidence")
+}
+
+// The host our connection was lost from stays closed when the connection adopted next still
+// sees it up (gossip has not noticed it stopped yet): our probe or its UP announcement opens
+// it, not the stale view. Other hosts seen up open at once. In the rolling restart this stale
+// view opened the stopped node to gocql's next reconnect tick, one real dial more than
+// ungoverned gocql made (checked to fail when SeenUp opened every host).
+func TestDialGateSeenUpSkipsTheHostOursWasLostFrom(t *testing.T) {
+	gate := newGate(t)
+	gate.ConnUp(t0)
+	gate.Lost(t0, hostA)
+	_, _ = dial(gate, at(10*time.Millisecond), hostA, false) // gocql redials it: refused by the node
+	gate.SeenUp(hostA)
+	gate.SeenUp(hostB)
+	gate.ConnUp(at(80 * time.Millisecond))
+	assert.Equal(t, VerdictPass, gate.Admit(at(100*time.Millisecond), hostB), "a host seen up passes")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(200*time.Millisecond), hostA), "the host ours was lost from waits")
+	assert.False(t, gate.Admit(at(29*time.Second), hostA).Allowed(), "until its slot, MaxInterval after adoption")
+	gate.DoneOwn(at(time.Second), hostA, true, false) // our probe connects: it is up after all
+	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostA), "our probe's connection opens it")
+}
