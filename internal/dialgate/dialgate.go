@@ -77,6 +77,7 @@ type gateHost struct {
 	down      bool      // known down: a server event or a failed dial since its last success
 	announced bool      // down by a server event, not only by failed dials
 	suspect   bool      // our connection to it was lost, and it has not accepted a dial since
+	seenUp    bool      // suspect, and the connection being adopted sees it up (SeenUp)
 	failures  int       // failed real dials since the last success or up event
 	next      time.Time // a known-down host's next real dial
 	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
@@ -109,6 +110,15 @@ func (d *DialGate) Config() Config { return d.cfg }
 func (d *DialGate) ConnUp(now time.Time) {
 	d.connUp = true
 	for _, h := range d.hosts {
+		if h.suspect && h.seenUp {
+			// Lost from, yet seen up by the connection adopted now: gossip may not have noticed
+			// it stopped, or it is back. One real dial after HostBackoff tells (a failure
+			// backs it off; its DOWN announcement closes it for MaxInterval meanwhile).
+			h.down, h.announced, h.suspect, h.seenUp = true, false, false, false
+			h.failures = max(h.failures, 1)
+			h.next = now.Add(d.cfg.HostBackoff)
+			continue
+		}
 		if h.suspect {
 			h.down, h.announced, h.suspect = true, true, false
 			h.failures = max(h.failures, 1)
@@ -166,6 +176,7 @@ func (d *DialGate) HostUp(addr netip.AddrPort) {
 // (DoneOwn) or its UP announcement. Call it before ConnUp, which ends the suspicion.
 func (d *DialGate) SeenUp(addr netip.AddrPort) {
 	if h := d.hosts[addr]; h != nil && h.suspect {
+		h.seenUp = true
 		return
 	}
 	d.HostUp(addr)
