@@ -1,8 +1,9 @@
 // Package dialgov hands the dial governor of a ControlConnection (controlconn.WithDialGovernor)
 // to a driver adapter in another package of this module, gocqlv2, which governs its driver's
-// dials with it, as controlconn.New does for gocql v1. The governor itself, its decision core
-// and its counters stay in controlconn; this package holds only the interface an adapter sees
-// and the hook controlconn sets, so that controlconn's public surface does not grow for it.
+// dials with it, as controlconn.New does for gocql v1. The governor itself and its counters
+// stay in controlconn (its decision core is internal/dialgate); this package holds only the
+// interface an adapter sees and the hook controlconn sets, so that controlconn's public surface
+// does not grow for it.
 package dialgov
 
 import (
