@@ -77,7 +77,7 @@ type gateHost struct {
 	down      bool      // known down: a server event or a failed dial since its last success
 	announced bool      // down by a server event, not only by failed dials
 	suspect   bool      // our connection to it was lost, and it has not accepted a dial since
-	seenUp    bool      // suspect, and the connection being adopted sees it up (SeenUp)
+	verify    bool      // announced down before our connection was adopted: one dial after HostBackoff
 	failures  int       // failed real dials since the last success or up event
 	next      time.Time // a known-down host's next real dial
 	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
@@ -105,20 +105,15 @@ func (d *DialGate) Config() Config { return d.cfg }
 // ConnUp records that our connection is up (again, or for the first time) at now: the budget
 // no longer applies. A host down by failed dials may have one real dial at once, its backoff
 // starting again from HostBackoff (what it met while ours was away says little about it now).
-// A host announced down waits MaxInterval: our connection probes it now (AdmitOwn) and will
-// announce it UP.
+// A host announced down on an earlier connection, or the host our connection was lost from,
+// gets one real dial HostBackoff from now: its UP announcement may have been sent while ours
+// was away (a node does not announce it again to the new connection), and gossip may not have
+// noticed yet that the lost-from host stopped. A DOWN announcement on the new connection
+// closes it for MaxInterval instead (HostDown), our probe or its UP announcement opens it, and
+// if that dial fails its slots are MaxInterval apart again.
 func (d *DialGate) ConnUp(now time.Time) {
 	d.connUp = true
 	for _, h := range d.hosts {
-		if h.suspect && h.seenUp {
-			// Lost from, yet seen up by the connection adopted now: gossip may not have noticed
-			// it stopped, or it is back. One real dial after HostBackoff tells (a failure
-			// backs it off; its DOWN announcement closes it for MaxInterval meanwhile).
-			h.down, h.announced, h.suspect, h.seenUp = true, false, false, false
-			h.failures = max(h.failures, 1)
-			h.next = now.Add(d.cfg.HostBackoff)
-			continue
-		}
 		if h.suspect {
 			h.down, h.announced, h.suspect = true, true, false
 			h.failures = max(h.failures, 1)
@@ -126,7 +121,8 @@ func (d *DialGate) ConnUp(now time.Time) {
 		switch {
 		case !h.down:
 		case h.announced:
-			h.next = now.Add(d.cfg.MaxInterval)
+			h.verify = true
+			h.next = now.Add(d.cfg.HostBackoff)
 		default:
 			h.failures = 0
 			if h.next.After(now) {
@@ -165,18 +161,17 @@ func (d *DialGate) BudgetApplies() bool { return !d.connUp && !d.reachable }
 // dials pass at once, its backoff is forgotten.
 func (d *DialGate) HostUp(addr netip.AddrPort) {
 	h := d.host(addr)
-	h.down, h.announced, h.suspect, h.failures, h.next = false, false, false, 0, time.Time{}
+	h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 	h.accepted = d.epoch
 }
 
 // SeenUp records that our connection, being adopted, sees addr up in its first metadata read:
 // its dials pass at once, as after HostUp, except for the host our connection was lost from
 // (Lost) while it still is suspect: the system tables' view of a node that has just stopped
-// lags (its DOWN is announced after gossip notices), so that host waits for our probe of it
-// (DoneOwn) or its UP announcement. Call it before ConnUp, which ends the suspicion.
+// lags (its DOWN is announced after gossip notices), so that host gets ConnUp's one dial after
+// HostBackoff instead. Call it before ConnUp, which ends the suspicion.
 func (d *DialGate) SeenUp(addr netip.AddrPort) {
 	if h := d.hosts[addr]; h != nil && h.suspect {
-		h.seenUp = true
 		return
 	}
 	d.HostUp(addr)
@@ -187,10 +182,10 @@ func (d *DialGate) SeenUp(addr netip.AddrPort) {
 // announce it UP (HostUp opens it at once); the slots only cover a missed announcement.
 func (d *DialGate) HostDown(now time.Time, addr netip.AddrPort) {
 	h := d.host(addr)
-	if h.down && h.announced {
-		return
+	if h.down && h.announced && !h.verify {
+		return // announced again: its slot stays where it is
 	}
-	h.down, h.announced = true, true
+	h.down, h.announced, h.verify = true, true, false
 	h.failures = max(h.failures, 1)
 	h.accepted = 0
 	h.next = now.Add(d.cfg.MaxInterval)
@@ -267,7 +262,7 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 	h := d.host(addr)
 	switch {
 	case ok:
-		h.down, h.announced, h.suspect, h.failures, h.next = false, false, false, 0, time.Time{}
+		h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 		// Evidence only while the cluster is unreachable as far as we know: once it is
 		// reachable (presumed after Lost, or proven by a dial, ours' own included) every host
 		// not known down passes, ours' recovery is dialling them already, and evidence
@@ -278,6 +273,7 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 	case failed:
 		d.failedPresumption(h)
 		h.failures++
+		h.verify = false
 		h.accepted = 0
 		next := now.Add(d.hostBackoff(now, h))
 		if !h.down || next.After(h.next) {

@@ -273,9 +273,10 @@ func TestDialGateFirstConnection(t *testing.T) {
 
 // Our connection lost to A: one lost connection does not make the cluster unreachable, so
 // hosts not known down pass until a dial fails (then the budget applies), and A is suspect. When ours is back on B first, A counts as announced
-// down: it waits MaxInterval for gocql, but our own probe of it passes, and a probe that
-// connects opens it for gocql at once. Checked to fail while ConnUp gave announced hosts a
-// slot at once (gocql's next dial to the restarting node took it), while own dials had no
+// down: for gocql it gets one dial HostBackoff after the adoption (it may be back, and
+// announce nothing to the new connection), then MaxInterval between dials; our own probe of it
+// passes, and a probe that connects opens it for gocql at once. Checked to fail while ConnUp
+// gave announced hosts a slot at once (gocql's next dial to the restarting node took it), while own dials had no
 // pass, and (TestGovernedRollingRestart: ours waited 11 s for budget that gocql's redials of
 // the restarting node took) while Lost made the whole cluster unreachable.
 func TestDialGateLostAndProbed(t *testing.T) {
@@ -296,7 +297,9 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	back := at(3 * time.Second)
 	gate.ConnUp(back)
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "lost from, not seen since: no slot at once for gocql")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(29*time.Second), hostA))
+	v, _ = dial(gate, back.Add(time.Second), hostA, false)
+	assert.Equal(t, VerdictHostSlot, v, "one dial HostBackoff after adoption: it may be back")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA), "that failed: MaxInterval to the next")
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, hostA), "our probe passes")
 	gate.Done(back, hostA, true, false)
 	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
@@ -412,4 +415,28 @@ func TestDialGateSeenUpGivesTheHostOursWasLostFromOneDialAfterItsBackoff(t *test
 		gate.DoneOwn(at(300*time.Millisecond), hostA, true, false)
 		assert.Equal(t, VerdictPass, gate.Admit(at(300*time.Millisecond), hostA), "our probe's connection opens it")
 	})
+}
+
+// A full restart in which our old connection saw B and C announced DOWN and the new one
+// missed their UP announcements (sent before it connected): each gets one dial HostBackoff
+// after the adoption, which opens it when it connects. Checked to fail while announced hosts
+// waited MaxInterval after a reconnection (every host's data path back 31.5 s after a 60 s
+// outage in `make long`). A DOWN announcement on the new connection closes the host for
+// MaxInterval instead.
+func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
+	gate := newGate(t)
+	gate.ConnUp(t0)
+	gate.HostDown(t0, hostB)
+	gate.HostDown(t0, hostC)
+	gate.Lost(at(100*time.Millisecond), hostA)
+	back := at(60 * time.Second)
+	gate.ConnUp(back)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostB), "not at once")
+	v, _ := dial(gate, back.Add(time.Second), hostB, true)
+	assert.Equal(t, VerdictHostSlot, v, "one dial HostBackoff after the adoption")
+	assert.Equal(t, VerdictPass, gate.Admit(back.Add(time.Second), hostB), "it connected: open")
+	gate.HostDown(back.Add(500*time.Millisecond), hostC) // announced on the new connection
+	assert.False(t, gate.Admit(back.Add(time.Second), hostC).Allowed(), "announced down again: MaxInterval")
+	assert.False(t, gate.Admit(back.Add(30*time.Second), hostC).Allowed())
+	assert.True(t, gate.Admit(back.Add(31*time.Second), hostC).Allowed())
 }
