@@ -77,7 +77,7 @@ type gateHost struct {
 	down      bool      // known down: a server event or a failed dial since its last success
 	announced bool      // down by a server event, not only by failed dials
 	suspect   bool      // our connection to it was lost, and it has not accepted a dial since
-	verify    bool      // announced down before our connection was adopted: one dial after HostBackoff
+	verify    bool      // announced down before our connection was adopted: one dial to verify
 	failures  int       // failed real dials since the last success or up event
 	next      time.Time // a known-down host's next real dial
 	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
@@ -105,24 +105,24 @@ func (d *DialGate) Config() Config { return d.cfg }
 // ConnUp records that our connection is up (again, or for the first time) at now: the budget
 // no longer applies. A host down by failed dials may have one real dial at once, its backoff
 // starting again from HostBackoff (what it met while ours was away says little about it now).
-// A host announced down on an earlier connection, or the host our connection was lost from,
-// gets one real dial HostBackoff from now: its UP announcement may have been sent while ours
-// was away (a node does not announce it again to the new connection), and gossip may not have
-// noticed yet that the lost-from host stopped. A DOWN announcement on the new connection
-// closes it for MaxInterval instead (HostDown), our probe or its UP announcement opens it, and
-// if that dial fails its slots are MaxInterval apart again.
+// A host announced down on an earlier connection may have one real dial at once too: its UP
+// announcement may have been sent while ours was away, and a node does not announce it again
+// to the new connection. The host our connection was lost from gets its one dial HostBackoff
+// from now, since gossip may not have noticed yet that it stopped. A DOWN announcement on the
+// new connection closes such a host for MaxInterval instead (HostDown), our probe or its UP
+// announcement opens it, and if its dial fails its slots are MaxInterval apart again.
 func (d *DialGate) ConnUp(now time.Time) {
 	d.connUp = true
 	for _, h := range d.hosts {
-		if h.suspect {
-			h.down, h.announced, h.suspect = true, true, false
-			h.failures = max(h.failures, 1)
-		}
 		switch {
+		case h.suspect:
+			h.down, h.announced, h.suspect, h.verify = true, true, false, true
+			h.failures = max(h.failures, 1)
+			h.next = now.Add(d.cfg.HostBackoff)
 		case !h.down:
 		case h.announced:
 			h.verify = true
-			h.next = now.Add(d.cfg.HostBackoff)
+			h.next = now
 		default:
 			h.failures = 0
 			if h.next.After(now) {

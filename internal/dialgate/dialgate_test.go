@@ -418,11 +418,11 @@ func TestDialGateSeenUpGivesTheHostOursWasLostFromOneDialAfterItsBackoff(t *test
 }
 
 // A full restart in which our old connection saw B and C announced DOWN and the new one
-// missed their UP announcements (sent before it connected): each gets one dial HostBackoff
-// after the adoption, which opens it when it connects. Checked to fail while announced hosts
-// waited MaxInterval after a reconnection (every host's data path back 31.5 s after a 60 s
-// outage in `make long`). A DOWN announcement on the new connection closes the host for
-// MaxInterval instead.
+// missed their UP announcements (sent before it connected): each gets one dial at once after
+// the adoption, which opens it when it connects. Checked to fail while announced hosts waited
+// MaxInterval after a reconnection (every host's data path back 31.5 s after a 60 s outage in
+// `make long`), and with HostBackoff (1 s) before that dial (the data path a second later). A
+// DOWN announcement on the new connection closes the host for MaxInterval instead.
 func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
 	gate := newGate(t)
 	gate.ConnUp(t0)
@@ -431,10 +431,10 @@ func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
 	gate.Lost(at(100*time.Millisecond), hostA)
 	back := at(60 * time.Second)
 	gate.ConnUp(back)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostB), "not at once")
-	v, _ := dial(gate, back.Add(time.Second), hostB, true)
-	assert.Equal(t, VerdictHostSlot, v, "one dial HostBackoff after the adoption")
-	assert.Equal(t, VerdictPass, gate.Admit(back.Add(time.Second), hostB), "it connected: open")
+	v, _ := dial(gate, back, hostB, true)
+	assert.Equal(t, VerdictHostSlot, v, "one dial at once after the adoption")
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostB), "it connected: open")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "the host ours was lost from waits HostBackoff")
 	gate.HostDown(back.Add(500*time.Millisecond), hostC) // announced on the new connection
 	assert.False(t, gate.Admit(back.Add(time.Second), hostC).Allowed(), "announced down again: MaxInterval")
 	assert.False(t, gate.Admit(back.Add(30*time.Second), hostC).Allowed())
