@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
 )
 
 // --govern, short: the governed process's SYNs (counted at the dialer) during the outage are
@@ -44,7 +46,7 @@ func TestDemoGovernedFewerSYNsThanGocqlUngoverned(t *testing.T) {
 	assert.Positive(t, g.GocqlControlSYNs+g.GocqlPoolSYNs, "gocql dialled through the counter")
 	assert.Positive(t, g.Refused, "the governor refused dials")
 	assert.Less(t, g.TotalSYNs, gocqlAlone, "the governed process sends fewer SYNs than gocql alone, ungoverned")
-	assert.Equal(t, 1.0, governed.GocqlReconnectIntervalS, "the governor shortened gocql's default ReconnectInterval")
+	assert.Equal(t, controlconn.GovernedReconnectInterval.Seconds(), governed.GocqlReconnectIntervalS, "the governor shortened gocql's default ReconnectInterval")
 	require.NotNil(t, governed.ControlconnRecoveryS, "ours came back")
 	require.NotNil(t, governed.GocqlDatapathAllHostsS, "every host usable again within the wait")
 }
