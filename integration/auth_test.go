@@ -17,6 +17,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +56,7 @@ func TestAuthenticationRejectedThenAccepted(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3, Username: "cassandra", Password: "rotated"})
 	var logs logBuffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{DelayCap: authDelayCap})
 	cfg.Conn.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "cassandra"}
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithLogger(logger),
@@ -81,18 +82,18 @@ func TestAuthenticationRejectedThenAccepted(t *testing.T) {
 	assert.True(t, strings.Contains(logged, "level=ERROR") && strings.Contains(logged, "class=auth"),
 		"the log has an error with class auth:\n%s", logged)
 
-	attempts := rec.attemptsIn(begin, watchEnd)
-	dials := rec.dialsIn(begin, watchEnd)
+	attempts := rec.AttemptsIn(begin, watchEnd)
+	dials := rec.DialsIn(begin, watchEnd)
 	var gaps []time.Duration
 	for i := 1; i < len(attempts); i++ {
-		gap := attempts[i].at.Sub(attempts[i-1].at)
+		gap := attempts[i].Started.Sub(attempts[i-1].Started)
 		gaps = append(gaps, gap)
 		assert.GreaterOrEqual(t, gap, authDelayCap, "attempts %d and %d are at least DelayCap apart", i, i+1)
 	}
 	assert.LessOrEqual(t, len(attempts), 1+int(authWatch/authDelayCap), "at most one attempt per DelayCap")
 	for _, a := range attempts {
-		if a.outcome != "" {
-			assert.Equal(t, "non_retryable", string(a.outcome))
+		if a.Outcome != "" {
+			assert.Equal(t, "non_retryable", string(a.Outcome))
 		}
 	}
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +36,7 @@ func TestFullRestartWithAuthenticationBackAfterQuorum(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17", Username: user, Password: pass, AuthQuorum: true})
 	cluster := gocqlCluster(sim)
 	cluster.Authenticator = gocql.PasswordAuthenticator{Username: user, Password: pass}
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
 
@@ -52,7 +53,7 @@ func TestFullRestartWithAuthenticationBackAfterQuorum(t *testing.T) {
 		connectedAt, ep := connectedAfter(t, cc, quorumAt.Add(-gap), 45*time.Second)
 		late := connectedAt.Sub(quorumAt)
 		back = append(back, late)
-		t.Logf("restart %d: back %s after quorum on %s (%d attempts)", i+1, ms(late), ep.Addr, len(rec.attemptsIn(begin, connectedAt)))
+		t.Logf("restart %d: back %s after quorum on %s (%d attempts)", i+1, ms(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)))
 	}
 	t.Logf("FIGURE authenticated full restart, nodes 1 s apart, gocql attached: back after quorum %v", back)
 	assert.LessOrEqual(t, back.quantile(1), restartBackWithin, "back within 1.5 s of quorum, every restart")

@@ -14,6 +14,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +38,7 @@ func TestBlackholedContactPointsFirst(t *testing.T) {
 	nodes := sim.Nodes()
 	nodes[0].Blackhole(true)
 	nodes[1].Blackhole(true)
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{StaggerDelay: blackholeStagger, ConnectTimeout: blackholeTimeout})
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
 	require.NoError(t, err)
@@ -47,17 +48,17 @@ func TestBlackholedContactPointsFirst(t *testing.T) {
 	startCC(t, cc, 10*time.Second)
 	connectedAt, ep := connectedAfter(t, cc, begin, time.Second)
 	took := connectedAt.Sub(begin)
-	dials := rec.dialsIn(begin, connectedAt)
-	won, ok := rec.winningDial(begin)
+	dials := rec.DialsIn(begin, connectedAt)
+	won, ok := rec.WinningDial(begin)
 	require.True(t, ok)
 	require.GreaterOrEqual(t, len(dials), 3)
-	assert.Equal(t, []string{nodes[0].Addr(), nodes[1].Addr()}, []string{dials[0].ep.Addr, dials[1].ep.Addr},
+	assert.Equal(t, []string{nodes[0].Addr(), nodes[1].Addr()}, []string{dials[0].Endpoint.Addr, dials[1].Endpoint.Addr},
 		"the blackholed contact points were dialled first")
 	assert.False(t, slices.Contains([]string{nodes[0].Addr(), nodes[1].Addr()}, ep.Addr), "connected to a healthy node")
 	t.Logf("FIGURE first connection, 2 of 5 contact points blackholed and first: connected in %s (stagger %v, connect timeout %v); dials started at +%s, +%s, +%s; winning dial took %s",
-		ms(took), blackholeStagger, blackholeTimeout, ms(dials[0].started.Sub(begin)), ms(dials[1].started.Sub(begin)),
-		ms(dials[2].started.Sub(begin)), ms(won.took))
-	assert.LessOrEqual(t, took, 2*blackholeStagger+won.took+blackholeSlack, "one stagger per blackholed host")
+		ms(took), blackholeStagger, blackholeTimeout, ms(dials[0].Started.Sub(begin)), ms(dials[1].Started.Sub(begin)),
+		ms(dials[2].Started.Sub(begin)), ms(won.Took))
+	assert.LessOrEqual(t, took, 2*blackholeStagger+won.Took+blackholeSlack, "one stagger per blackholed host")
 	assert.Less(t, took, blackholeTimeout/2, "never a connect timeout")
 }
 
@@ -67,7 +68,7 @@ func TestBlackholedContactPointsFirst(t *testing.T) {
 // first two of that order. The test checks the dial order it relies on.
 func TestBlackholedHostsFirstOnRecovery(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 5})
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{StaggerDelay: blackholeStagger, ConnectTimeout: blackholeTimeout,
 		StableAfter: 500 * time.Millisecond})
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec),
@@ -98,16 +99,16 @@ func TestBlackholedHostsFirstOnRecovery(t *testing.T) {
 	byID[control.HostID].Stop()
 	connectedAt, ep := connectedAfter(t, cc, stopCalled, 10*time.Second)
 	took := connectedAt.Sub(stopCalled)
-	dials := rec.dialsIn(stopCalled, connectedAt)
-	won, ok := rec.winningDial(stopCalled)
+	dials := rec.DialsIn(stopCalled, connectedAt)
+	won, ok := rec.WinningDial(stopCalled)
 	require.True(t, ok)
 	require.GreaterOrEqual(t, len(dials), 3)
-	require.Equal(t, []string{holed[0].Addr(), holed[1].Addr()}, []string{dials[0].ep.Addr, dials[1].ep.Addr},
+	require.Equal(t, []string{holed[0].Addr(), holed[1].Addr()}, []string{dials[0].Endpoint.Addr, dials[1].Endpoint.Addr},
 		"precondition: the blackholed hosts were first in the plan")
 	assert.NotContains(t, []string{holed[0].Addr(), holed[1].Addr()}, ep.Addr)
 	t.Logf("FIGURE recovery, control node stopped, 2 of the 4 others blackholed and first: connected %s after Stop (stagger %v, connect timeout %v); dials at +%s, +%s, +%s; winning dial took %s",
-		ms(took), blackholeStagger, blackholeTimeout, ms(dials[0].started.Sub(stopCalled)), ms(dials[1].started.Sub(stopCalled)),
-		ms(dials[2].started.Sub(stopCalled)), ms(won.took))
-	assert.LessOrEqual(t, took, 2*blackholeStagger+won.took+blackholeSlack, "one stagger per blackholed host")
+		ms(took), blackholeStagger, blackholeTimeout, ms(dials[0].Started.Sub(stopCalled)), ms(dials[1].Started.Sub(stopCalled)),
+		ms(dials[2].Started.Sub(stopCalled)), ms(won.Took))
+	assert.LessOrEqual(t, took, 2*blackholeStagger+won.Took+blackholeSlack, "one stagger per blackholed host")
 	assert.Less(t, took, blackholeTimeout/2, "never a connect timeout")
 }

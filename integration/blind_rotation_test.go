@@ -71,7 +71,7 @@ func TestBlindPartialOutageFindsLiveHostsAtOnceVirtualTime(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 7})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, sim.Close()) }()
-		rec := newRecorder()
+		rec := new(clientprobe.Recorder)
 		cfg := controlconn.Config{ContactPoints: hostsOf(sim.Nodes()), Port: sim.Port(),
 			Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{StableAfter: 10 * time.Second}}
 		cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec),
@@ -88,12 +88,12 @@ func TestBlindPartialOutageFindsLiveHostsAtOnceVirtualTime(t *testing.T) {
 			from := time.Now()
 			nodeByAddr(sim, host).Stop()
 			at, ep := connectedAfter(t, cc, from, time.Minute)
-			attempts, dials := rec.attemptsIn(from, at), rec.dialsIn(from, at)
-			t.Logf("round %d: %s stopped, back on %s after %v: %d attempts (N=%d), %d dials", round+1, host, ep.Addr, at.Sub(from), len(attempts), attempts[0].attempt.N, len(dials))
+			attempts, dials := rec.AttemptsIn(from, at), rec.DialsIn(from, at)
+			t.Logf("round %d: %s stopped, back on %s after %v: %d attempts (N=%d), %d dials", round+1, host, ep.Addr, at.Sub(from), len(attempts), attempts[0].Attempt.N, len(dials))
 			require.Len(t, attempts, 1)
-			assert.Equal(t, wantLimited, attempts[0].attempt.N > 1, "round %d: a limited attempt", round+1)
+			assert.Equal(t, wantLimited, attempts[0].Attempt.N > 1, "round %d: a limited attempt", round+1)
 			require.NotEmpty(t, dials)
-			assert.False(t, stopped[dials[0].ep.Addr], "round %d: the first dial goes to a live node, not %s", round+1, dials[0].ep.Addr)
+			assert.False(t, stopped[dials[0].Endpoint.Addr], "round %d: the first dial goes to a live node, not %s", round+1, dials[0].Endpoint.Addr)
 			assert.Len(t, dials, 1, "round %d: one dial", round+1)
 			assert.Less(t, at.Sub(from), 2*time.Second, "round %d: back at once (a flap waits one blind delay, 1 s)", round+1)
 			time.Sleep(time.Second) // connected for less than StableAfter: the next loss is a flap
@@ -112,7 +112,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 			t.Run(fmt.Sprintf("%d_nodes", nodes), func(t *testing.T) {
 				t.Parallel()
 				sim := startCluster(t, cqlsim.Config{Nodes: nodes})
-				rec := newRecorder()
+				rec := new(clientprobe.Recorder)
 				counted := &clientprobe.Dialer{}
 				cfg := blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter})
 				cfg.Conn.Dialer = counted
@@ -130,7 +130,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 				require.NoError(t, sim.StartAll())
 				connectedAt, _ := connectedAfter(t, cc, readyAt, 30*time.Second)
 				dials := counted.In(stopAt, connectedAt.Add(time.Nanosecond)).Total()
-				attempts := len(rec.attemptsIn(stopAt, connectedAt))
+				attempts := len(rec.AttemptsIn(stopAt, connectedAt))
 				t.Logf("FIGURE real sockets, %d nodes, %v outage: %d dials (SYNs) from the stop to connected, %d attempts; back %s after ready",
 					nodes, rotationOutage, dials, attempts, ms(connectedAt.Sub(readyAt)))
 				// The first sweep dials every node; every later attempt at most BlindAttemptHosts

@@ -20,6 +20,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,7 @@ const (
 // Real time, real sockets: five planned-restart-sized outages of the whole cluster.
 func TestBlindShortOutages(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3})
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	// The default cadence, except StableAfter, so that each outage starts a fresh recovery
 	// without waiting the default 10 s between outages.
 	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter}),
@@ -59,10 +60,10 @@ func TestBlindShortOutages(t *testing.T) {
 		late := connectedAt.Sub(up.At)
 		back = append(back, late)
 		t.Logf("blind, %v outage: back %s after the first node_up (%d attempts, %d dials)",
-			outage, ms(late), len(rec.attemptsIn(begin, connectedAt)), len(rec.dialsIn(begin, connectedAt)))
+			outage, ms(late), len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)))
 		assert.LessOrEqual(t, late, shortOutageBackWithin, "blind recovery after a %v outage", outage)
 	}
-	accepted, _ := rec.rearmCounts()
+	accepted, _ := rec.ReArms()
 	assert.Zero(t, accepted, "no evidence without gocql: every recovery was blind")
 	t.Logf("FIGURE blind recovery after 5 / 6 / 7.5 / 8.5 / 10 s outages (real time): %v", back)
 }
@@ -108,7 +109,7 @@ func blindOutageInVirtualTime(t *testing.T, nodes int, outage time.Duration, see
 	for _, n := range sim.Nodes() {
 		ips = append(ips, n.IP().String())
 	}
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	src := &lockedRand{next: rand.New(rand.NewPCG(seed, seed)).Float64}
 	cfg := controlconn.Config{ContactPoints: ips, Port: sim.Port(),
 		Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{}} // the default cadence
@@ -128,7 +129,7 @@ func blindOutageInVirtualTime(t *testing.T, nodes int, outage time.Duration, see
 	dials = len(sim.Dials()) - dialsBefore
 	require.NoError(t, sim.StartAll())
 	connectedAt, _ := connectedAfter(t, cc, readyAt, 2*reconnect.DefaultDelayCap)
-	return connectedAt.Sub(readyAt), len(rec.attemptsIn(downAt, readyAt)), dials, rec.cappedDelays()
+	return connectedAt.Sub(readyAt), len(rec.AttemptsIn(downAt, readyAt)), dials, rec.CappedDelays()
 }
 
 // lockedRand makes a seeded source safe for the handler and attempt goroutines that share it.

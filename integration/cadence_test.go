@@ -24,6 +24,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,7 +64,7 @@ func blackholedOutage(t *testing.T, sim *cqlsim.Cluster, cc *controlconn.Control
 
 func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3})
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cad := controlconn.Cadence{
 		Policy:         reconnect.Constant{Interval: time.Minute}, // the cap binds every blind delay
 		DelayCap:       cadenceDelayCap,
@@ -80,7 +81,7 @@ func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 		// Ready just after an attempt dialled the stopped nodes (refused) and while it waits
 		// for the blackholed one: the worst moment for the blind schedule.
 		since := time.Now()
-		for len(rec.attemptsIn(since, time.Now())) == 0 {
+		for len(rec.AttemptsIn(since, time.Now())) == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
 		time.Sleep(300 * time.Millisecond)
@@ -106,7 +107,7 @@ func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 
 func TestEvidenceDuringAnAttemptWithABlackholedHost(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3})
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
@@ -129,10 +130,10 @@ func TestEvidenceDuringAnAttemptWithABlackholedHost(t *testing.T) {
 	q.Push(hostevents.Event{HostID: n.HostID(), Addr: n.IP(), Port: sim.Port(), Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
 	connectedAt, ep := connectedAfter(t, cc, evidenceAt, 2*cad.ConnectTimeout)
 	took := connectedAt.Sub(evidenceAt)
-	won, ok := rec.winningDial(evidenceAt)
+	won, ok := rec.WinningDial(evidenceAt)
 	require.True(t, ok)
 	t.Logf("FIGURE evidence during an attempt held by a blackholed host (ConnectTimeout %v): connected %s after the evidence on %s (queue window %v, winning dial %s)",
-		cad.ConnectTimeout, ms(took), ep.Addr, hostevents.DefaultWindow, ms(won.took))
+		cad.ConnectTimeout, ms(took), ep.Addr, hostevents.DefaultWindow, ms(won.Took))
 	assert.Equal(t, n.Addr(), ep.Addr)
-	assert.LessOrEqual(t, took, hostevents.DefaultWindow+cadenceSlack+won.took, "the queue window, 100 ms and one dial")
+	assert.LessOrEqual(t, took, hostevents.DefaultWindow+cadenceSlack+won.Took, "the queue window, 100 ms and one dial")
 }

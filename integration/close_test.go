@@ -23,6 +23,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,7 +141,7 @@ func TestCloseDuringWait(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 2})
 	sim.StopAll()
 	res := baseline(t)
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{}),
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
 	require.NoError(t, err)
@@ -159,13 +160,13 @@ func TestCloseDuringDialOfBlackholedHost(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 2})
 	sim.BlackholeAll(true)
 	res := baseline(t)
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{ConnectTimeout: 5 * time.Second}),
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
 	require.NoError(t, err)
 	startInBackground(t, cc)
 	// Both hosts are being dialled (the second after one stagger), neither connect completes.
-	eventually(t, 2*time.Second, func() bool { return len(rec.dialsIn(time.Time{}, time.Now())) >= 2 }, "both hosts dialled")
+	eventually(t, 2*time.Second, func() bool { return len(rec.DialsIn(time.Time{}, time.Now())) >= 2 }, "both hosts dialled")
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, reconnect.StateAttempting, cc.Status().State)
 	var hanging int
@@ -230,7 +231,7 @@ func TestCloseDuringHandshakeWithSilentNode(t *testing.T) {
 	node := sim.Nodes()[0]
 	res := baseline(t)
 	trap := &handshakeTrap{sim: sim, node: node}
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{ConnectTimeout: 5 * time.Second})
 	cfg.Conn.Dialer = trap
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +29,7 @@ const (
 
 func TestControlNodeStopFailsOverWithinOneDial(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 5, GossipDelay: 200 * time.Millisecond, StopAnnounceDelay: 200 * time.Millisecond})
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{StableAfter: failoverStable}),
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
 	require.NoError(t, err)
@@ -48,20 +49,20 @@ func TestControlNodeStopFailsOverWithinOneDial(t *testing.T) {
 		require.True(t, ok, "no node_down recorded")
 		connectedAt, ep := connectedAfter(t, cc, stopCalled, 10*time.Second)
 		require.NotEqual(t, old.Addr, ep.Addr, "reconnected to another node")
-		won, ok := rec.winningDial(stopCalled)
+		won, ok := rec.WinningDial(stopCalled)
 		require.True(t, ok, "no winning dial recorded")
-		require.Equal(t, ep.Addr, won.ep.Addr)
+		require.Equal(t, ep.Addr, won.Endpoint.Addr)
 
 		// Measured from Stop being called (the FIN goes out inside it) and from the node_down
 		// record, which the simulator writes only after every connection is closed and its
 		// goroutines joined, so it can come after the control connection has already noticed.
 		fromStop = append(fromStop, connectedAt.Sub(stopCalled))
 		fromRecord = append(fromRecord, connectedAt.Sub(down.At))
-		overDial = append(overDial, connectedAt.Sub(stopCalled)-won.took)
+		overDial = append(overDial, connectedAt.Sub(stopCalled)-won.Took)
 		t.Logf("failover %d: %s -> %s: connected %s after Stop, %s after node_down; winning dial took %s; %d dials",
-			round+1, old.Addr, ep.Addr, ms(connectedAt.Sub(stopCalled)), ms(connectedAt.Sub(down.At)), ms(won.took),
-			len(rec.dialsIn(stopCalled, connectedAt)))
-		assert.LessOrEqual(t, connectedAt.Sub(stopCalled), failoverSlack+won.took, "failover within 100 ms plus one dial")
+			round+1, old.Addr, ep.Addr, ms(connectedAt.Sub(stopCalled)), ms(connectedAt.Sub(down.At)), ms(won.Took),
+			len(rec.DialsIn(stopCalled, connectedAt)))
+		assert.LessOrEqual(t, connectedAt.Sub(stopCalled), failoverSlack+won.Took, "failover within 100 ms plus one dial")
 
 		// Bring the node back and let the others announce it before the next round.
 		up := time.Now()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ const (
 
 func TestIdleClusterKeepsOneControlConnection(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 7, IdleTimeout: idleServerTimeout})
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{
 		MetadataRefreshInterval: idleRefreshInterval,
 		HeartbeatInterval:       idleHeartbeat,
@@ -84,17 +85,17 @@ func TestIdleClusterKeepsOneControlConnection(t *testing.T) {
 		assert.Equal(t, 1, k, "node %d: at most one probe connect per host per connection", n)
 	}
 
-	refreshes := rec.refreshesIn(windowStart, windowEnd)
-	okBeats, failedBeats := rec.heartbeatsIn(windowStart, windowEnd)
+	refreshes := rec.RefreshesIn(windowStart, windowEnd)
+	okBeats, failedBeats := rec.HeartbeatsIn(windowStart, windowEnd)
 	st := cc.Status()
 	t.Logf("FIGURE idle %v on 7 nodes (server idle timeout %v, refresh %v, heartbeat %v): %d accepted connection(s), client port %d throughout, %d probe connects on other nodes, %d refreshes, %d heartbeats (%d failed), %d connections, %d losses, recovery #%d",
 		idleWindow, idleServerTimeout, idleRefreshInterval, idleHeartbeat, len(ours), clientPort(t, first.Client), len(probes),
-		refreshes, okBeats, failedBeats, len(rec.connections()), len(rec.losses()), st.Recovery)
+		refreshes, okBeats, failedBeats, len(rec.Connections()), len(rec.Losses()), st.Recovery)
 	assert.GreaterOrEqual(t, refreshes, int(idleWindow/idleRefreshInterval)-1, "periodic refreshes ran on the connection")
 	assert.GreaterOrEqual(t, okBeats, int(idleWindow/idleHeartbeat)/2, "heartbeats kept it busy")
 	assert.Zero(t, failedBeats)
-	assert.Len(t, rec.connections(), 1, "no reconnect per refresh")
-	assert.Empty(t, rec.losses())
+	assert.Len(t, rec.Connections(), 1, "no reconnect per refresh")
+	assert.Empty(t, rec.Losses())
 	assert.Equal(t, 1, st.Recovery)
 	assert.Equal(t, host, st.Host, "the same host throughout")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -41,7 +42,7 @@ const (
 func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 	cluster := gocqlCluster(sim)
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
 
@@ -58,12 +59,12 @@ func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
 		connectedAt, ep := connectedAfter(t, cc, up.At, 30*time.Second)
 		late := connectedAt.Sub(up.At)
 		back = append(back, late)
-		rc, _ := rec.lastRecovered()
+		rc, _ := rec.LastRecovered()
 		if rc.ReArmed {
 			rearmed++
 		}
 		t.Logf("restart %2d: outage %v: back %s after the first node_up, on %s (%d attempts, %d dials, re-armed %v)",
-			i+1, outage, ms(late), ep.Addr, len(rec.attemptsIn(begin, connectedAt)), len(rec.dialsIn(begin, connectedAt)), rc.ReArmed)
+			i+1, outage, ms(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)), rc.ReArmed)
 	}
 	t.Logf("FIGURE restart recovery over %d full restarts (1-3 s outages): %v; %d of %d ended by a re-armed attempt",
 		restarts, back, rearmed, restarts)
@@ -84,18 +85,18 @@ func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
 	up, ok := firstEvent(sim, begin, kind(cqlsim.EventNodeUp))
 	require.True(t, ok, "no node_up recorded")
 	connectedAt, _ := connectedAfter(t, cc, up.At, 45*time.Second)
-	attempts := rec.attemptsIn(allDown, up.At)
-	dials := rec.dialsIn(allDown, up.At)
-	whileStopping := len(rec.attemptsIn(begin, allDown))
+	attempts := rec.AttemptsIn(allDown, up.At)
+	dials := rec.DialsIn(allDown, up.At)
+	whileStopping := len(rec.AttemptsIn(begin, allDown))
 	late := connectedAt.Sub(up.At)
-	accepted, suppressed := rec.rearmCounts()
+	accepted, suppressed := rec.ReArms()
 	var schedule []string
-	for _, a := range rec.attemptsIn(begin, up.At) {
+	for _, a := range rec.AttemptsIn(begin, up.At) {
 		mark := ""
-		if a.attempt.ReArmed {
-			mark = " re-armed:" + string(a.attempt.Reason)
+		if a.Attempt.ReArmed {
+			mark = " re-armed:" + string(a.Attempt.Reason)
 		}
-		schedule = append(schedule, fmt.Sprintf("%+.3fs #%d.%d%s %s", a.at.Sub(allDown).Seconds(), a.attempt.Recovery, a.attempt.N, mark, a.outcome))
+		schedule = append(schedule, fmt.Sprintf("%+.3fs #%d.%d%s %s", a.Started.Sub(allDown).Seconds(), a.Attempt.Recovery, a.Attempt.N, mark, a.Outcome))
 	}
 	t.Logf("attempts relative to the last node_down: %s", strings.Join(schedule, ", "))
 	t.Logf("FIGURE %v outage (last node_down to first node_up %v): %d attempts, %d dials (%d nodes), plus %d attempts while StopAll ran; back %s after node_up; re-arms accepted %d, suppressed %d over the whole test",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
@@ -108,7 +109,7 @@ func TestTopologyChangesWhileAway(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 6, Racks: 2,
 		GossipDelay: 100 * time.Millisecond, StopAnnounceDelay: 100 * time.Millisecond})
 	part := newPartition()
-	rec := newRecorder()
+	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{StableAfter: 500 * time.Millisecond})
 	cfg.Conn.Dialer = part
 	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))

@@ -84,6 +84,9 @@ func firstEvent(sim *cqlsim.Cluster, from time.Time, match func(cqlsim.Event) bo
 	return cqlsim.Event{}, false
 }
 
+// within reports whether at is in [from, to]: a closed window, as clientprobe.Recorder's.
+func within(at, from, to time.Time) bool { return !at.Before(from) && !at.After(to) }
+
 // eventsIn returns the events recorded in [from, to] that match accepts.
 func eventsIn(sim *cqlsim.Cluster, from, to time.Time, match func(cqlsim.Event) bool) []cqlsim.Event {
 	var out []cqlsim.Event

@@ -4,7 +4,8 @@ package main
 // cluster, sessions, restart, watch), demo_recorders.go (what our control connection and gocql
 // did), demo_govern.go (--govern: the governor and the SYNs under it), demo_probe.go (the
 // data-path probe) and demo_report.go (progress lines and the final table or JSON). The dial
-// counting and host pinning are internal/clientprobe's, shared with the integration suite.
+// counting, the recorder of our control connection's events and host pinning are
+// internal/clientprobe's, shared with the integration suite.
 
 import (
 	"context"

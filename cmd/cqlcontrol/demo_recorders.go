@@ -1,10 +1,8 @@
 package main
 
 import (
-	"sync"
 	"time"
 
-	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
@@ -13,81 +11,46 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
-// ourRecorder observes our ControlConnection for the demo and forwards everything to the
-// metrics. Its slices are appended by the ControlConnection's goroutines and read by the demo's.
-type ourRecorder struct {
-	*metrics.Collectors
+// ourRecorder is our ControlConnection's clientprobe.Recorder, forwarding every event to the
+// metrics (its Next); summarize reads it for the demo's view.
+type ourRecorder struct{ clientprobe.Recorder }
 
-	mu        sync.Mutex
-	dials     []time.Time // DialStarted: one per host dialled
-	attempts  []time.Time // AttemptStarted: one attempt may dial several hosts
-	connects  []ourConnect
-	recovered []reconnect.Recovered
+func newOurRecorder(col *metrics.Collectors) *ourRecorder {
+	return &ourRecorder{clientprobe.Recorder{Next: col}}
 }
 
-type ourConnect struct {
-	at   time.Time
-	addr string
-}
-
-func (r *ourRecorder) DialStarted(ep controlconn.Endpoint) {
-	r.mu.Lock()
-	r.dials = append(r.dials, time.Now())
-	r.mu.Unlock()
-	r.Collectors.DialStarted(ep)
-}
-
-func (r *ourRecorder) AttemptStarted(a reconnect.Attempt) {
-	r.mu.Lock()
-	r.attempts = append(r.attempts, time.Now())
-	r.mu.Unlock()
-	r.Collectors.AttemptStarted(a)
-}
-
-func (r *ourRecorder) Connected(ep controlconn.Endpoint, v primitive.ProtocolVersion) {
-	r.mu.Lock()
-	r.connects = append(r.connects, ourConnect{time.Now(), ep.Addr})
-	r.mu.Unlock()
-	r.Collectors.Connected(ep, v)
-}
-
-func (r *ourRecorder) Recovered(rec reconnect.Recovered) {
-	r.mu.Lock()
-	r.recovered = append(r.recovered, rec)
-	r.mu.Unlock()
-	r.Collectors.Recovered(rec)
-}
-
+// summarize fills our dials and attempts started in the outage window [from, to) and, once the
+// whole cluster has been down (downAt), when and to which host ours came back and whether a
+// re-arm brought it back.
 func (r *ourRecorder) summarize(v *demoView, from, to, downAt time.Time) {
 	if from.IsZero() {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	v.oursDials = countWithin(r.dials, from, to)
-	v.oursAttempts = countWithin(r.attempts, from, to)
-	for _, c := range r.connects {
-		if !downAt.IsZero() && !c.at.Before(downAt) {
-			v.oursBackAt, v.oursBackHost = c.at, c.addr
+	for _, d := range r.Dials() { // one per host dialled
+		if clientprobe.Within(d.Started, from, to) {
+			v.oursDials++
+		}
+	}
+	for _, a := range r.Attempts() { // one attempt may dial several hosts
+		if clientprobe.Within(a.Started, from, to) {
+			v.oursAttempts++
+		}
+	}
+	if downAt.IsZero() {
+		return
+	}
+	for _, c := range r.Connections() {
+		if !c.At.Before(downAt) {
+			v.oursBackAt, v.oursBackHost = c.At, c.Endpoint.Addr
 			break
 		}
 	}
-	for _, rec := range r.recovered {
-		if !downAt.IsZero() && !rec.ConnectedAt.Before(downAt) {
+	for _, rec := range r.Recoveries() {
+		if !rec.ConnectedAt.Before(downAt) {
 			v.oursReArmed, v.oursEvidenceAt = rec.ReArmed, rec.FirstEvidenceAt
 			break
 		}
 	}
-}
-
-func countWithin(ts []time.Time, from, to time.Time) int {
-	n := 0
-	for _, t := range ts {
-		if clientprobe.Within(t, from, to) {
-			n++
-		}
-	}
-	return n
 }
 
 // gocqlRecorder is gocql's ConnectObserver (clientprobe.Connects): every connection gocql

@@ -139,7 +139,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 		fmt.Fprintf(d.log, "metrics: %s (served while the demo runs)\n", d.metrics.url)
 	}
 
-	d.ours = &ourRecorder{Collectors: d.col}
+	d.ours = newOurRecorder(d.col)
 	d.gocql = &gocqlRecorder{}
 	cluster := gocql.NewCluster(sim.ContactPoints()...)
 	cluster.Port = sim.Port() // gocql gives every peer ClusterConfig.Port

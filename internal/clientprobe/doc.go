@@ -1,10 +1,14 @@
 // Package clientprobe measures a gocql client process from the outside, for the demo and the
-// integration suite alike (one place that counts dials and probes the data path):
+// integration suite alike (one place that counts dials, measures recovery and probes the data
+// path):
 //
 //   - Dialer counts every dial that reaches the network, timestamped and attributed to gocql's
 //     control connection, gocql's pools or ours (Caller).
 //   - Connects is gocql's ConnectObserver: every connection gocql tried, its outcome, and which
 //     part of gocql tried it.
+//   - Recorder is our ControlConnection's observer (controlconn's and reconnect's): attempts,
+//     dials, connections, losses, recoveries, heartbeats, refreshes and re-arms, timestamped
+//     and queried by window, each event forwarded to Next (the demo's metrics).
 //   - HostPin is a HostSelectionPolicy wrapper that sends a query to one host only (WithHost),
 //     so that the query answers only if gocql has a usable connection to that host.
 //
