@@ -66,7 +66,11 @@ type pendingState struct {
 }
 
 // scheduleProbes schedules one probe of every host of the current snapshot except the one
-// l is connected to, each at a random moment within probeSpread. Called by run on adoption.
+// l is connected to, each at a random moment within probeSpread, except the host the last
+// connection was lost from, probed at once: whether it is back is what nothing else tells (the
+// snapshot's gossip view of it may lag, its UP may have been announced while we were away, and
+// the dial governor holds gocql's dials to it until this probe or an announcement opens it).
+// Called by run on adoption.
 func (cc *ControlConnection) scheduleProbes(o *owner, l *link) {
 	o.probes = o.probes[:0]
 	o.reported = map[string]bool{}
@@ -81,6 +85,9 @@ func (cc *ControlConnection) scheduleProbes(o *owner, l *link) {
 		}
 		ep := Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}
 		at := now.Add(time.Duration(cc.rand() * float64(probeSpread)))
+		if ep.Addr == o.lostFrom {
+			at = now
+		}
 		o.probes = append(o.probes, scheduledProbe{at: at, ep: ep, gen: o.gen})
 	}
 	sortProbes(o.probes)

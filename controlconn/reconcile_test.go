@@ -160,3 +160,39 @@ func waitConnectedTo(t *testing.T, cc *ControlConnection, old string) Endpoint {
 		time.Sleep(time.Millisecond) // the loss is not handled yet
 	}
 }
+
+// The host the last connection was lost from is probed at once on the next adoption, the
+// others within probeSpread: whether it is back is what nothing else tells (its UP may have
+// been announced while we were away), and the dial governor keeps gocql's dials to it waiting
+// for this probe. Checked to fail while it was probed at a random moment like the others (a
+// second later in a full restart: the data path of that host came back about a second after
+// the others').
+func TestTheHostLostFromIsProbedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer func() { assert.NoError(t, c.Close()) }()
+		cc := newTestCC(t, c, Cadence{})
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second) // probes done, connection stable
+		first := nodeAt(c, connectedHost(t, cc))
+		before := len(c.Dials())
+		first.Stop()
+		require.NoError(t, first.Start()) // back at once: nothing announces it to the next connection
+		ep := waitConnectedTo(t, cc, first.Addr())
+		synctest.Wait()
+		var third string
+		for _, n := range c.Nodes() {
+			if n.Addr() != first.Addr() && n.Addr() != ep.Addr {
+				third = n.Addr()
+			}
+		}
+		dials := c.Dials()[before:]
+		assert.Contains(t, dials, first.Addr(), "the lost-from host is probed at once")
+		assert.NotContains(t, dials, third, "the other host not yet")
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		assert.Contains(t, c.Dials()[before:], third, "the other host within probeSpread")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(first.HostID()), "found back by the probe")
+	})
+}

@@ -72,6 +72,7 @@ type owner struct {
 	probes        []scheduledProbe        // by time: the probes of the current connection still to start
 	probeTimer    *time.Timer             // fires at probes[0].at
 	reported      map[string]bool         // host IDs reported on since the current connection was adopted
+	lostFrom      string                  // address of the connection lost last, probed first on the next adoption
 	pendingStates map[string]pendingState // statuses of hosts the snapshot does not list yet
 	probed        chan probeResult        // probe workers -> run
 	gate          refreshGate             // spaces the refreshes nobody waits for
@@ -342,6 +343,7 @@ func (cc *ControlConnection) lose(o *owner) {
 		return // closed by Close, not lost
 	}
 	o.rec.Lost(now)
+	o.lostFrom = l.ep.Addr
 	cc.planner.Suspect(l.ep.Addr, now) // dial it after the others: its loss is why we are here
 	cc.gov.Lost(l.ep.Addr)
 	cc.lastLoss.Store(&lossInfo{ep: l.ep, err: err, at: time.Now()})

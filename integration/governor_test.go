@@ -166,19 +166,24 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 		connectedAt, ep := connectedAfter(t, cc, up.At, 45*time.Second)
 		oursLate = append(oursLate, connectedAt.Sub(up.At))
 
-		// Data path: each host serves a query pinned to it, measured from its own node_up.
-		var roundData latencies
-		for i, ip := range ips {
-			nodeUp := awaitEvent(t, sim, begin, 10*time.Second, nodeEvent(cqlsim.EventNodeUp, i))
-			var servedAt time.Time
-			eventually(t, 30*time.Second, func() bool {
-				if servedBy(session, ip) {
-					servedAt = time.Now()
-					return true
+		// Data path: each host serves a query pinned to it, measured from its own node_up. Every
+		// host is polled in each round, so that a late host does not delay the others' figures
+		// (polled one after another, every host looked as late as the latest).
+		servedAt := make([]time.Time, len(ips))
+		eventually(t, 30*time.Second, func() bool {
+			all := true
+			for i, ip := range ips {
+				if servedAt[i].IsZero() && servedBy(session, ip) {
+					servedAt[i] = time.Now()
 				}
-				return false
-			}, "host "+ip+" serves the governed session again")
-			roundData = append(roundData, servedAt.Sub(nodeUp.At))
+				all = all && !servedAt[i].IsZero()
+			}
+			return all
+		}, "every host serves the governed session again")
+		var roundData latencies
+		for i := range ips {
+			nodeUp := awaitEvent(t, sim, begin, 10*time.Second, nodeEvent(cqlsim.EventNodeUp, i))
+			roundData = append(roundData, servedAt[i].Sub(nodeUp.At))
 		}
 		dataLate = append(dataLate, roundData...)
 
