@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 )
 
@@ -76,10 +77,14 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		return err
 	default:
 		// The flag package names flags with one dash; the README and the help use two.
-		msg := strings.Replace(err.Error(), ": -", ": --", 1)
+		msg := flagNameRe.ReplaceAllString(err.Error(), "$1--$2")
 		return flagError(fs, "%s", msg)
 	}
 }
+
+// flagNameRe finds where the flag package names a flag ("...defined: -x", "for -x", "for flag
+// -x"), not a dash inside a quoted value.
+var flagNameRe = regexp.MustCompile(`(: |for |for flag )-([A-Za-z])`)
 
 // flagError reports a mistake in the command line on one line, "cqlcontrol name: message (see
 // cqlcontrol name --help)", and returns errUsage.
