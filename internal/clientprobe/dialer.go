@@ -93,13 +93,8 @@ func (d *Dialer) DialContext(ctx context.Context, network, addr string) (net.Con
 
 // In counts the dials started within [from, to), by caller.
 func (d *Dialer) In(from, to time.Time) Counts {
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	var c Counts
-	for _, r := range d.dials {
-		if !Within(r.At, from, to) {
-			continue
-		}
+	for _, r := range d.Dials(from, to) {
 		switch r.By {
 		case Ours:
 			c.Ours++
@@ -117,11 +112,5 @@ func (d *Dialer) In(from, to time.Time) Counts {
 func (d *Dialer) Dials(from, to time.Time) []Dial {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []Dial
-	for _, r := range d.dials {
-		if Within(r.At, from, to) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return filter(d.dials, func(r Dial) bool { return Within(r.At, from, to) })
 }

@@ -267,13 +267,7 @@ func (r *Recorder) Attempts() []AttemptRecord {
 func (r *Recorder) AttemptsIn(from, to time.Time) []AttemptRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []AttemptRecord
-	for _, a := range r.attempts {
-		if between(a.Started, from, to) {
-			out = append(out, a)
-		}
-	}
-	return out
+	return filter(r.attempts, func(a AttemptRecord) bool { return between(a.Started, from, to) })
 }
 
 // Dials returns every dial recorded, in order.
@@ -287,13 +281,7 @@ func (r *Recorder) Dials() []DialRecord {
 func (r *Recorder) DialsIn(from, to time.Time) []DialRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []DialRecord
-	for _, d := range r.dials {
-		if between(d.Started, from, to) {
-			out = append(out, d)
-		}
-	}
-	return out
+	return filter(r.dials, func(d DialRecord) bool { return between(d.Started, from, to) })
 }
 
 // WinningDial returns the dial that won the attempt ending at or after from: the first dial
@@ -360,13 +348,7 @@ func (r *Recorder) HeartbeatsIn(from, to time.Time) (ok, failed int) {
 func (r *Recorder) RefreshesIn(from, to time.Time) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
-	for _, at := range r.refreshes {
-		if between(at, from, to) {
-			n++
-		}
-	}
-	return n
+	return len(filter(r.refreshes, func(at time.Time) bool { return between(at, from, to) }))
 }
 
 // ReArms counts the re-arms accepted and suppressed so far.

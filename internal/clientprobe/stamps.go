@@ -22,14 +22,19 @@ func (s *Stamps) Add(at time.Time) {
 func (s *Stamps) In(from, to time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := 0
-	for _, at := range s.at {
-		if Within(at, from, to) {
-			n++
-		}
-	}
-	return n
+	return len(filter(s.at, func(at time.Time) bool { return Within(at, from, to) }))
 }
 
 // Within reports whether at is in [from, to).
 func Within(at, from, to time.Time) bool { return !at.Before(from) && at.Before(to) }
+
+// filter returns the elements of xs that keep accepts, in order, in a new slice.
+func filter[T any](xs []T, keep func(T) bool) []T {
+	var out []T
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
