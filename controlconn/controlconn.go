@@ -79,7 +79,7 @@ type options struct {
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
 	governor    *Governor          // WithDialGovernor; New, and NewWithListener with gateTaker
-	gateTaker   func(dialgov.Gate) // dialgov.Option: a driver adapter takes the governor
+	gateTaker   func(dialgov.Gate) // ccopt.TakeGovernor: a driver adapter takes the governor
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -117,7 +117,10 @@ var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 // module's other packages through internal/ccopt.WithRand.
 func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
 
-func init() { ccopt.Register(func(f func() float64) any { return withRand(f) }) }
+func init() {
+	ccopt.Register(func(f func() float64) any { return withRand(f) },
+		func(take func(dialgov.Gate)) any { return takeGovernor(take) })
+}
 
 // ControlConnection is the control connection: it keeps one connection up, driving a
 // reconnect.Recovery, publishes metadata to subscribers and answers control requests.

@@ -8,18 +8,17 @@ import (
 )
 
 // The dial governor for driver adapters of this module (gocqlv2): NewWithListener honours
-// WithDialGovernor when the adapter also passes dialgov.Option, and hands it the governor as a
-// dialgov.Gate, so that the adapter wraps its driver's dialer the way New does for gocql v1.
+// WithDialGovernor when the adapter also passes ccopt.TakeGovernor, and hands it the governor as
+// a dialgov.Gate, so that the adapter wraps its driver's dialer the way New does for gocql v1.
 // Nothing here is exported: users reach it through the adapter's New.
 
-func init() {
-	dialgov.Option = func(take func(dialgov.Gate)) any {
-		return Option(func(o *options) { o.gateTaker = take })
-	}
+// takeGovernor is the option behind ccopt.TakeGovernor.
+func takeGovernor(take func(dialgov.Gate)) Option {
+	return func(o *options) { o.gateTaker = take }
 }
 
 // adapterGovernor builds the governor NewWithListener installs when opts carry both
-// WithDialGovernor and dialgov.Option, and governs c's own dials with it; without both it
+// WithDialGovernor and ccopt.TakeGovernor, and governs c's own dials with it; without both it
 // returns nil and changes nothing.
 func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate), error) {
 	var o options

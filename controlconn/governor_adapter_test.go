@@ -30,7 +30,7 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 
 	// Without WithDialGovernor, the adapter gets nothing.
 	var gates []dialgov.Gate
-	take := dialgov.Option(func(g dialgov.Gate) { gates = append(gates, g) }).(Option)
+	take := takeGovernor(func(g dialgov.Gate) { gates = append(gates, g) })
 	cc2, err := NewWithListener(c, install, take)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()

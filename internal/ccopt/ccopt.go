@@ -9,24 +9,45 @@
 //
 // (A controlconn.Option that aliases a settings type of an internal package, which every
 // package of the module could then fill, would need that package to name controlconn's
-// Observer, Resolver and Governor types; the dial governor's hook for driver adapters,
-// internal/dialgov.Option, works the same way as this package, with an untyped result.)
+// Observer, Resolver and Governor types.)
 package ccopt
 
-import "fmt"
+import (
+	"fmt"
 
-var withRand func(f func() float64) any // set by controlconn's init
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
+)
+
+// Set by controlconn's init.
+var (
+	withRand     func(f func() float64) any
+	takeGovernor func(take func(dialgov.Gate)) any
+)
 
 // Register is called once by package controlconn when it is initialised.
-func Register(rand func(f func() float64) any) { withRand = rand }
+func Register(rand func(f func() float64) any, governor func(take func(dialgov.Gate)) any) {
+	withRand, takeGovernor = rand, governor
+}
+
+// as returns opt as the option type O the caller asked for, or panics naming what it is.
+func as[O any](name string, opt any) O {
+	o, ok := opt.(O)
+	if !ok {
+		panic(fmt.Sprintf("ccopt: %s makes a %T, not the option type asked for", name, opt))
+	}
+	return o
+}
+
+// TakeGovernor returns the option O (controlconn.Option) with which a driver adapter of this
+// module (gocqlv2) asks controlconn.NewWithListener for its dial governor: together with
+// controlconn.WithDialGovernor, NewWithListener builds the governor, governs the
+// ControlConnection's own dials with it, and calls take with it once, before it returns
+// successfully. Without WithDialGovernor, or on error, take is never called.
+func TakeGovernor[O any](take func(dialgov.Gate)) O {
+	return as[O]("TakeGovernor", takeGovernor(take))
+}
 
 // WithRand returns the option O (controlconn.Option) that sets the source of jitter and host
 // shuffling, uniform in [0,1), so that a schedule and a host plan are reproducible. It panics
 // if O is not the type controlconn registered.
-func WithRand[O any](f func() float64) O {
-	opt, ok := withRand(f).(O)
-	if !ok {
-		panic(fmt.Sprintf("ccopt: WithRand makes a %T, not the option type asked for", withRand(f)))
-	}
-	return opt
-}
+func WithRand[O any](f func() float64) O { return as[O]("WithRand", withRand(f)) }

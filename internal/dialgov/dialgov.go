@@ -2,8 +2,8 @@
 // to a driver adapter in another package of this module, gocqlv2, which governs its driver's
 // dials with it, as controlconn.New does for gocql v1. The governor itself and its counters
 // stay in controlconn (its decision core is internal/dialgate); this package holds only the
-// interface an adapter sees and the hook controlconn sets, so that controlconn's public surface
-// does not grow for it.
+// interface an adapter sees, so that controlconn's public surface does not grow for it. The
+// option with which an adapter asks for the governor is internal/ccopt.TakeGovernor.
 package dialgov
 
 import (
@@ -33,11 +33,3 @@ type Gate interface {
 	// connection while the ControlConnection is down is evidence: it re-arms its recovery.
 	Done(ctx context.Context, addr netip.AddrPort, err error)
 }
-
-// Option is set by package controlconn when it is initialised (an adapter imports controlconn,
-// so it is set before an adapter runs). It returns a controlconn.Option, typed any here since
-// this package cannot import controlconn, for controlconn.NewWithListener: together with
-// controlconn.WithDialGovernor, NewWithListener then builds the governor, governs the
-// ControlConnection's own dials with it, and calls take with it once, before it returns
-// successfully. Without WithDialGovernor, or on error, take is never called.
-var Option func(take func(Gate)) any
