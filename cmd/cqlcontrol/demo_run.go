@@ -342,7 +342,13 @@ func (d *demoRun) view() demoView {
 	}
 	d.ours.summarize(&v, from, to, v.truth.downAt)
 	d.gocql.summarize(&v, from, to, v.truth.downAt)
-	d.syns.summarize(&v, from, to)
+	// SYNs under --govern: from the stop until ours is back (its winning dial included), as
+	// the governed figures are measured elsewhere; until ready while it is not back yet.
+	synsTo := to
+	if !v.oursBackAt.IsZero() {
+		synsTo = v.oursBackAt.Add(time.Nanosecond)
+	}
+	d.syns.summarize(&v, from, synsTo)
 	d.probe.summarize(&v, v.truth.downAt)
 	return v
 }
