@@ -1,0 +1,9 @@
+package realcluster
+
+import (
+	"testing"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }

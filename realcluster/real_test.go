@@ -1,0 +1,94 @@
+package realcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The harness against real Cassandra (make real): start-up time per node, resident memory, and
+// every fault verb seen from a client's side (a CQL handshake).
+func TestRealClusterVerbs(t *testing.T) {
+	RequireReal(t)
+	c := StartT(t, Config{})
+	for _, n := range c.Nodes() {
+		t.Logf("FIGURE node%d %s: answered CQL %v after its JVM started", n.Index()+1, n.IP(), n.ReadyAt().Sub(n.StartedAt()).Round(time.Millisecond))
+	}
+	ctx := context.Background()
+
+	// Resident memory with a client's load: a few hundred handshakes, then read it.
+	for range 100 {
+		for _, n := range c.Nodes() {
+			require.NoError(t, AnswersCQL(ctx, n.Addr()))
+		}
+	}
+	rss := c.RSS()
+	t.Logf("FIGURE resident memory of %d nodes: %.2f GiB", len(c.Nodes()), float64(rss)/(1<<30))
+	assert.LessOrEqual(t, rss, int64(3.5*(1<<30)), "3 nodes within 3.5 GiB")
+
+	n := c.Node(2)
+	require.NoError(t, n.Pause())
+	hctx, cancel := context.WithTimeout(ctx, time.Second)
+	err := AnswersCQL(hctx, n.Addr())
+	cancel()
+	require.Error(t, err, "a paused node must not answer")
+	n.Resume()
+	require.Eventually(t, func() bool { return AnswersCQL(ctx, n.Addr()) == nil }, 20*time.Second, 100*time.Millisecond, "resumed node answers")
+
+	require.NoError(t, n.Kill())
+	require.False(t, n.Running())
+	require.Error(t, AnswersCQL(ctx, n.Addr()), "a killed node refuses")
+	begin := time.Now()
+	require.NoError(t, n.Start(ctx))
+	t.Logf("FIGURE node3 restarted after SIGKILL: answered CQL %v after its JVM started", n.ReadyAt().Sub(begin).Round(time.Millisecond))
+
+	require.NoError(t, n.Stop())
+	require.False(t, n.Running())
+	var kinds []string
+	for _, e := range c.Events() {
+		if e.Node == 2 {
+			kinds = append(kinds, string(e.Kind))
+		}
+	}
+	assert.Equal(t, "starting ready paused resumed killed stopped starting ready stopping stopped", strings.Join(kinds, " "))
+}
+
+// A test binary that dies without closing its cluster (a panic, go test's timeout, Ctrl-C)
+// leaves no Cassandra behind: the child process below starts a node and exits at once.
+func TestRealNoOrphanWhenTheTestProcessDies(t *testing.T) {
+	if os.Getenv("REALCLUSTER_CHILD") != "" {
+		c, err := Start(context.Background(), Config{Nodes: 1, BaseIP: "127.0.0.9", Dir: os.Getenv("REALCLUSTER_CHILD")})
+		if err != nil {
+			fmt.Println("ERR", err)
+			os.Exit(2)
+		}
+		fmt.Println("PID", c.Node(0).cmd.Process.Pid)
+		os.Exit(0) // no Close: as a crash
+	}
+	RequireReal(t)
+	if err := LookTools(); err != nil {
+		t.Skip(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestRealNoOrphanWhenTheTestProcessDies$")
+	cmd.Env = append(os.Environ(), "REALCLUSTER_CHILD="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child: %s", out)
+	var pid int
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "PID "); ok {
+			pid, _ = strconv.Atoi(v)
+		}
+	}
+	require.NotZero(t, pid, "child printed no pid: %s", out)
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 50*time.Millisecond,
+		"Cassandra pid %d outlived the process that started it", pid)
+}
