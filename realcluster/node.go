@@ -164,7 +164,9 @@ func (n *Node) Start(ctx context.Context) error {
 // Stop stops the node gracefully (SIGTERM: Cassandra announces its shutdown to gossip) and
 // waits for the JVM to exit; after Config.StopTimeout it is killed. Stopping a stopped node
 // does nothing.
-func (n *Node) Stop() error { return n.signalAndWait(syscall.SIGTERM, EventStopping, n.c.cfg.StopTimeout) }
+func (n *Node) Stop() error {
+	return n.signalAndWait(syscall.SIGTERM, EventStopping, n.c.cfg.StopTimeout)
+}
 
 // Kill kills the node (SIGKILL: nothing is announced, the others' failure detector convicts it)
 // and waits for the JVM to exit.
