@@ -47,8 +47,10 @@ func (n *Node) Addr() string { return net.JoinHostPort(n.ip, strconv.Itoa(n.c.cf
 // Dir returns the node's directory (conf/, data/, logs/system.log).
 func (n *Node) Dir() string { return n.dir }
 
-// JMXPort returns the node's local-only JMX port, as ccm numbers them (7100, 7200, ...).
-func (n *Node) JMXPort() int { return 7000 + 100*(n.index+1) }
+// JMXPort returns the node's local-only JMX port: 7000 + 100 × the last byte of its address,
+// as ccm numbers them (7100 for 127.0.0.1, 7200 for 127.0.0.2, ...), so that clusters on
+// other loopback addresses (BaseIP 127.0.0.11, say) do not collide.
+func (n *Node) JMXPort() int { return 7000 + 100*int(net.ParseIP(n.ip).To4()[3]) }
 
 // Running reports whether the node's JVM is running (paused counts as running).
 func (n *Node) Running() bool {
