@@ -1,0 +1,211 @@
+package real
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/realcluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pinnedPoller queries every host of a process pinned to it every 100 ms, recording answers.
+type pinnedPoller struct {
+	mu    sync.Mutex
+	polls []poll
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+type poll struct {
+	host int
+	at   time.Time
+	ok   bool
+}
+
+func startPoller(pr *process) *pinnedPoller {
+	pp := &pinnedPoller{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(pp.done)
+		for {
+			select {
+			case <-pp.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for i, ip := range pr.hosts {
+				ok := servedBy(pr.session, ip)
+				pp.mu.Lock()
+				pp.polls = append(pp.polls, poll{host: i, at: time.Now(), ok: ok})
+				pp.mu.Unlock()
+			}
+		}
+	}()
+	return pp
+}
+
+func (pp *pinnedPoller) finish() []poll {
+	close(pp.stop)
+	<-pp.done
+	return pp.polls
+}
+
+// Rolling restart, one node at a time (graceful stop, 5 s down, start, 5 s to settle), with a
+// governed and an ungoverned process. Contracts: the governed data path never loses a host
+// other than the one restarting, and the restarting one answers within 2.5 s of answering CQL;
+// the governed process's gocql dials no more than the ungoverned's; subscribers of both see
+// host_down then host_up for every node, and the snapshots equal the truth afterwards.
+func TestRollingRestart(t *testing.T) {
+	providers(t, func(t *testing.T, p realcluster.Provider) {
+		gov := startProcess(t, p, governed, nil)
+		ungov := startProcess(t, p, ungoverned, nil)
+		time.Sleep(2 * time.Second)
+		waitStable(t, gov.cc)
+		waitStable(t, ungov.cc)
+		pp := startPoller(gov)
+		ctx := context.Background()
+		begin := time.Now()
+		stopped := make([]time.Time, len(p.Hosts()))
+		for i := range p.Hosts() {
+			stopped[i] = time.Now()
+			require.NoError(t, p.Stop(i))
+			time.Sleep(5 * time.Second)
+			require.NoError(t, p.Start(ctx, i))
+			time.Sleep(5 * time.Second)
+		}
+		time.Sleep(dataPathWithin)
+		polls := pp.finish()
+		end := time.Now()
+
+		var back latencies
+		for i, ip := range p.Hosts() {
+			ready := p.ReadyAt(i)
+			var again time.Time
+			for _, q := range polls {
+				if q.host != i {
+					continue
+				}
+				restarting := !q.at.Before(stopped[i].Add(-200*time.Millisecond)) && q.at.Before(ready.Add(dataPathWithin))
+				assert.True(t, q.ok || restarting, "%s: host %s failed a pinned query at +%s, outside its own restart", p.Name(), ip, ms(q.at.Sub(begin)))
+				if q.ok && again.IsZero() && q.at.After(ready) {
+					again = q.at
+				}
+			}
+			if assert.False(t, again.IsZero(), "%s: host %s never served again", p.Name(), ip) {
+				back = append(back, again.Sub(ready))
+			}
+		}
+		g, u := gov.dials.In(begin, end), ungov.dials.In(begin, end)
+		t.Logf("FIGURE %s rolling restart, 3 nodes, 5 s down each: governed data path back per host after it answered CQL %v; dials governed / ungoverned: gocql %d / %d, ours %d / %d",
+			p.Name(), back, g.GocqlControl+g.GocqlPool, u.GocqlControl+u.GocqlPool, g.Ours, u.Ours)
+		assert.LessOrEqual(t, back.quantile(1), dataPathWithin, "every host's governed data path back after it answered")
+		assert.LessOrEqual(t, g.GocqlControl+g.GocqlPool, u.GocqlControl+u.GocqlPool, "gocql's dials governed <= ungoverned")
+		for _, pr := range []*process{gov, ungov} {
+			settled(t, p, pr, begin, p.Hosts(), allUp(p.Hosts()))
+		}
+	})
+}
+
+// settled waits (quiescence) for pr's snapshot to equal want and for its subscribers to have
+// seen host_down then host_up since begin for every host of cycled, and fails if they do not.
+func settled(t *testing.T, p realcluster.Provider, pr *process, begin time.Time, cycled []string, want map[string]bool) {
+	t.Helper()
+	deadline := time.Now().Add(quiescence)
+	for {
+		diff := snapshotMatches(pr.cc, want)
+		missing := pr.changes.missingDownUp(begin, cycled)
+		if diff == "" && len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			assert.Empty(t, diff, "%s %s: snapshot equals the truth", p.Name(), pr.name)
+			assert.Empty(t, missing, "%s %s: subscribers saw host_down then host_up", p.Name(), pr.name)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// One node paused (SIGSTOP) for 40 s: half-open, its sockets accept and nothing answers. The
+// node paused is the one the governed process's control connection uses, so ours must find
+// out by itself (the node cannot announce anything, and an event about a node is not sent to
+// it). Contracts: ours moves to another node within its heartbeat (interval + timeout); the
+// other hosts' governed data path keeps answering; the snapshot says the node is down while
+// it is paused (after the others' failure detector convicts it) and up after; the paused
+// host's data path answers within 2.5 s of the node answering CQL again; subscribers see
+// host_down then host_up for it.
+func TestPausedNode(t *testing.T) {
+	providers(t, func(t *testing.T, p realcluster.Provider) {
+		const pause = 40 * time.Second
+		gov := startProcess(t, p, governed, nil)
+		time.Sleep(2 * time.Second)
+		waitStable(t, gov.cc)
+		addr := gov.cc.Status().Host.Addr
+		victim := -1
+		for i, ip := range p.Hosts() {
+			if fmt.Sprintf("%s:%d", ip, p.Port()) == addr {
+				victim = i
+			}
+		}
+		require.GreaterOrEqual(t, victim, 0, "ours is on %s, not a node", addr)
+		ip := p.Hosts()[victim]
+		pp := startPoller(gov)
+		begin := time.Now()
+		require.NoError(t, p.Pause(victim))
+		moved := connectedAfter(t, gov.cc, begin, controlconn.DefaultHeartbeatInterval+controlconn.DefaultHeartbeatTimeout+5*time.Second)
+		assert.NotEqual(t, addr, gov.cc.Status().Host.Addr, "ours moved off the paused node")
+		want := allUp(p.Hosts())
+		want[ip] = false
+		var downAt time.Time
+		deadline := begin.Add(pause - time.Second)
+		for time.Now().Before(deadline) {
+			if snapshotMatches(gov.cc, want) == "" {
+				downAt = time.Now()
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(time.Until(begin.Add(pause)))
+		require.NoError(t, p.Resume(victim))
+		resumed := time.Now()
+		hctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var answered time.Time
+		for {
+			cctx, ccancel := context.WithTimeout(hctx, time.Second)
+			err := realcluster.AnswersCQL(cctx, fmt.Sprintf("%s:%d", ip, p.Port()))
+			ccancel()
+			if err == nil {
+				answered = time.Now()
+				break
+			}
+			require.NoError(t, hctx.Err(), "the resumed node never answered CQL")
+			time.Sleep(20 * time.Millisecond)
+		}
+		back := gov.dataPathBack(resumed, 30*time.Second)
+		time.Sleep(time.Second)
+		polls := pp.finish()
+		for _, q := range polls {
+			if q.host != victim {
+				assert.True(t, q.ok, "%s: host %s failed a pinned query at +%s while another node was paused", p.Name(), p.Hosts()[q.host], ms(q.at.Sub(begin)))
+			}
+		}
+		var downFor string
+		if downAt.IsZero() {
+			downFor = "never while paused"
+		} else {
+			downFor = ms(downAt.Sub(begin)) + " after the pause"
+		}
+		t.Logf("FIGURE %s node paused %v (the node ours used): ours moved %s after the pause; snapshot said down %s; the node answered CQL %s after SIGCONT; its data path %s after that",
+			p.Name(), pause, ms(moved.Sub(begin)), downFor, ms(answered.Sub(resumed)), ms(back[ip].Sub(answered)))
+		assert.False(t, downAt.IsZero(), "the snapshot says the paused node is down while it is paused")
+		if assert.Contains(t, back, ip, "the paused host's data path answers again") {
+			assert.LessOrEqual(t, back[ip].Sub(answered), dataPathWithin, "the paused host's data path after it answered again")
+		}
+		settled(t, p, gov, begin, []string{ip}, allUp(p.Hosts()))
+	})
+}

@@ -1,0 +1,421 @@
+package real
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/cqlcontrol/cqlcontrol/realcluster"
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/require"
+)
+
+// The restart contracts of cqlcontrol on a real Apache Cassandra 5.0 cluster (3 JVMs on
+// 127.0.0.1-3, realcluster), and the same scenarios on cqlsim (release 5.0.8) for the table
+// that puts them side by side. Run by make real (CQLCONTROL_REAL=1); skipped otherwise.
+
+var (
+	shared    *realcluster.Cluster
+	sharedErr error
+	sharedMu  sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	code := 0
+	func() {
+		defer func() {
+			if shared != nil {
+				_ = shared.Close()
+			}
+		}()
+		code = m.Run()
+	}()
+	if code == 0 {
+		if err := leakcheck.Wait(leakcheck.Grace); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running %v after the tests: %v\n", leakcheck.Grace, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// cassandra returns the package's 3-node Cassandra cluster, started on first use and left with
+// every node up by each test. A test that cannot leave it so closes it (the next starts anew).
+func cassandra(t *testing.T) *realcluster.Cluster {
+	t.Helper()
+	realcluster.RequireReal(t)
+	if err := realcluster.LookTools(); err != nil {
+		t.Skipf("real Cassandra not available here: %v", err)
+	}
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if shared == nil && sharedErr == nil {
+		shared, sharedErr = realcluster.Start(context.Background(), realcluster.Config{Logf: logf})
+		if sharedErr == nil {
+			for _, n := range shared.Nodes() {
+				logf("FIGURE cassandra %s node%d started: answered CQL %v after its JVM started", shared.Version(), n.Index()+1, n.ReadyAt().Sub(n.StartedAt()).Round(time.Millisecond))
+			}
+		}
+	}
+	require.NoError(t, sharedErr, "real Cassandra did not start")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for i, n := range shared.Nodes() {
+		n.Resume()
+		if !n.Running() {
+			require.NoError(t, shared.Start(ctx, i), "restoring node%d", i+1)
+		}
+	}
+	return shared
+}
+
+// logf prints harness lines with a time stamp (the package's cluster outlives any one test).
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// sim returns a cqlsim cluster configured as release 5.0.8, as a Provider.
+func sim(t *testing.T) *realcluster.Sim {
+	t.Helper()
+	realcluster.RequireReal(t)
+	s, err := realcluster.StartSim(cqlsim.Config{Nodes: 3, ReleaseVersion: "5.0.8"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// providers runs f against real Cassandra and against cqlsim, as subtests.
+func providers(t *testing.T, f func(t *testing.T, p realcluster.Provider)) {
+	t.Run("cassandra", func(t *testing.T) { f(t, cassandra(t)) })
+	t.Run("cqlsim", func(t *testing.T) { f(t, sim(t)) })
+}
+
+// process is a gocql session, as an application sets one up, with or without our
+// ControlConnection (and with or without its dial governor), every dial counted at its Dialer
+// and queries pinnable to one host.
+type process struct {
+	name    string
+	hosts   []string
+	cc      *controlconn.ControlConnection // nil for gocql alone
+	session *gocql.Session
+	dials   *clientprobe.Dialer
+	changes *changeLog
+	hostLog *hostLog
+	conns   *clientprobe.Connects
+}
+
+// hostLog is a HostSelectionPolicy wrapper recording gocql's host callbacks, for timelines.
+type hostLog struct {
+	gocql.HostSelectionPolicy
+	mu  sync.Mutex
+	log []string
+	at  []time.Time
+}
+
+func (h *hostLog) note(what string, host *gocql.HostInfo) {
+	h.mu.Lock()
+	h.log = append(h.log, what+" "+host.ConnectAddress().String())
+	h.at = append(h.at, time.Now())
+	h.mu.Unlock()
+}
+
+func (h *hostLog) AddHost(host *gocql.HostInfo) { h.HostSelectionPolicy.AddHost(host); h.note("AddHost", host) }
+func (h *hostLog) HostUp(host *gocql.HostInfo)  { h.HostSelectionPolicy.HostUp(host); h.note("HostUp", host) }
+func (h *hostLog) HostDown(host *gocql.HostInfo) {
+	h.HostSelectionPolicy.HostDown(host)
+	h.note("HostDown", host)
+}
+
+// timeline logs what pr did between from and to, relative to origin: every dial that reached
+// the network, every connection gocql tried with its outcome, and gocql's host callbacks.
+func (pr *process) timeline(t *testing.T, p realcluster.Provider, origin, from, to time.Time) {
+	t.Helper()
+	rel := func(at time.Time) string { return fmt.Sprintf("%+.3fs", at.Sub(origin).Seconds()) }
+	var lines []string
+	for i, ip := range p.Hosts() {
+		lines = append(lines, fmt.Sprintf("%s node %s answered CQL", rel(p.ReadyAt(i)), ip))
+	}
+	for _, d := range pr.dials.Dials(from, to) {
+		lines = append(lines, fmt.Sprintf("%s dial by %v to %s", rel(d.At), d.By, d.Addr))
+	}
+	for _, c := range pr.conns.All() {
+		if c.Start.Before(from) || c.Start.After(to) {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("%s gocql connect by %v ended %s err=%v", rel(c.Start), c.By, rel(c.End), c.Err))
+	}
+	pr.hostLog.mu.Lock()
+	for i, l := range pr.hostLog.log {
+		if at := pr.hostLog.at[i]; !at.Before(from) && !at.After(to) {
+			lines = append(lines, fmt.Sprintf("%s gocql %s", rel(at), l))
+		}
+	}
+	pr.hostLog.mu.Unlock()
+	slices.Sort(lines)
+	t.Logf("%s timeline (times from the first node answering):\n%s", pr.name, strings.Join(lines, "\n"))
+}
+
+type kind int
+
+const (
+	gocqlAlone kind = iota
+	ungoverned
+	governed
+)
+
+func (k kind) String() string {
+	return [...]string{"gocql alone", "gocql+cqlcontrol", "gocql+cqlcontrol governed"}[k]
+}
+
+// stableAfter is short so that each restart, a few seconds after the previous recovery, is a
+// fresh outage rather than a flap of the previous.
+const stableAfter = 500 * time.Millisecond
+
+func newCluster(p realcluster.Provider, dials *clientprobe.Dialer) *gocql.ClusterConfig {
+	cluster := gocql.NewCluster(p.Hosts()...)
+	cluster.Port = p.Port()
+	cluster.Dialer = dials
+	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
+	cluster.Logger = quietLogger{}
+	return cluster
+}
+
+func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql.ClusterConfig)) *process {
+	t.Helper()
+	pr := &process{name: k.String(), hosts: p.Hosts(), dials: &clientprobe.Dialer{}, conns: &clientprobe.Connects{}}
+	cluster := newCluster(p, pr.dials)
+	pr.hostLog = &hostLog{HostSelectionPolicy: cluster.PoolConfig.HostSelectionPolicy}
+	cluster.PoolConfig.HostSelectionPolicy = pr.hostLog
+	cluster.ConnectObserver = pr.conns
+	if edit != nil {
+		edit(cluster)
+	}
+	var err error
+	if k != gocqlAlone {
+		var opts []controlconn.Option
+		if k == governed {
+			opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
+		}
+		pr.cc, err = controlconn.New(cluster, controlconn.Cadence{StableAfter: stableAfter}, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, pr.cc.Close()) })
+	}
+	pr.session, err = cluster.CreateSession()
+	require.NoError(t, err, "%s: CreateSession", pr.name)
+	t.Cleanup(pr.session.Close)
+	if pr.cc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		require.NoError(t, pr.cc.Start(ctx), "%s: Start", pr.name)
+		sub, _, err := pr.cc.Subscribe(4096)
+		require.NoError(t, err)
+		pr.changes = newChangeLog(sub)
+	}
+	eventually(t, 60*time.Second, func() bool { return len(pr.served(pr.hosts)) == len(pr.hosts) }, pr.name+": every host serves the session")
+	return pr
+}
+
+// served returns the hosts of ips that answer a query pinned to them now.
+func (pr *process) served(ips []string) map[string]bool {
+	out := map[string]bool{}
+	for _, ip := range ips {
+		if servedBy(pr.session, ip) {
+			out[ip] = true
+		}
+	}
+	return out
+}
+
+// servedBy runs a query pinned to ip and reports whether that host answered it.
+func servedBy(s *gocql.Session, ip string) bool {
+	var addr net.IP
+	ctx, cancel := context.WithTimeout(clientprobe.WithHost(context.Background(), ip), 2*time.Second)
+	defer cancel()
+	err := s.Query("SELECT rpc_address FROM system.local").WithContext(ctx).Scan(&addr)
+	return err == nil && addr.String() == ip
+}
+
+// dataPathBack polls every host's pinned query (all hosts in each round, every 25 ms) until
+// each has answered after since, and returns when each first did; hosts that do not within
+// within are missing.
+func (pr *process) dataPathBack(since time.Time, within time.Duration) map[string]time.Time {
+	back := map[string]time.Time{}
+	deadline := time.Now().Add(within)
+	for len(back) < len(pr.hosts) && time.Now().Before(deadline) {
+		for _, ip := range pr.hosts {
+			if _, ok := back[ip]; !ok && servedBy(pr.session, ip) && time.Now().After(since) {
+				back[ip] = time.Now()
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return back
+}
+
+// connectedAfter waits for cc's connection made at or after since and returns when it was made.
+func connectedAfter(t *testing.T, cc *controlconn.ControlConnection, since time.Time, within time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st := cc.Status()
+		if !st.ConnectedSince.IsZero() && !st.ConnectedSince.Before(since) {
+			return st.ConnectedSince
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no connection since %v within %v; status %+v", since.Format("15:04:05.000"), within, st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitStable sleeps until cc's connection has been up for stableAfter (plus margin).
+func waitStable(t *testing.T, cc *controlconn.ControlConnection) {
+	t.Helper()
+	since := connectedAfter(t, cc, time.Time{}, 60*time.Second)
+	if wait := time.Until(since.Add(stableAfter + 200*time.Millisecond)); wait > 0 {
+		time.Sleep(wait)
+	}
+}
+
+func eventually(t *testing.T, within time.Duration, cond func() bool, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// snapshotMatches reports how the snapshot differs from the truth: every node of p, up
+// (running and not paused) or down, and no other host; empty when it matches.
+func snapshotMatches(cc *controlconn.ControlConnection, up map[string]bool) string {
+	s := cc.Snapshot()
+	if s == nil {
+		return "no snapshot"
+	}
+	var diffs []string
+	seen := map[string]bool{}
+	for h, st := range s.All() {
+		ip := h.ConnectAddress().String()
+		seen[ip] = true
+		want, known := up[ip]
+		switch {
+		case !known:
+			diffs = append(diffs, ip+" is not a node")
+		case want && st != metadata.StateUp:
+			diffs = append(diffs, fmt.Sprintf("%s is up, snapshot says %v", ip, st))
+		case !want && st != metadata.StateDown:
+			diffs = append(diffs, fmt.Sprintf("%s is down, snapshot says %v", ip, st))
+		}
+	}
+	for ip := range up {
+		if !seen[ip] {
+			diffs = append(diffs, ip+" missing")
+		}
+	}
+	slices.Sort(diffs)
+	return strings.Join(diffs, "; ")
+}
+
+func allUp(hosts []string) map[string]bool {
+	up := map[string]bool{}
+	for _, h := range hosts {
+		up[h] = true
+	}
+	return up
+}
+
+// changeLog collects a subscription's changes on its own goroutine.
+type changeLog struct {
+	mu   sync.Mutex
+	all  []stampedChange
+	done chan struct{}
+}
+
+type stampedChange struct {
+	at time.Time
+	c  metadata.Change
+}
+
+func newChangeLog(sub *metadata.Subscription) *changeLog {
+	l := &changeLog{done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for c := range sub.C() {
+			l.mu.Lock()
+			l.all = append(l.all, stampedChange{time.Now(), c})
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+// sequence returns, per host address, the host_down/host_up changes since from, in order.
+func (l *changeLog) sequence(from time.Time) map[string][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]string{}
+	for _, sc := range l.all {
+		if sc.at.Before(from) || (sc.c.Kind != metadata.HostDown && sc.c.Kind != metadata.HostUp) {
+			continue
+		}
+		ip := sc.c.Host.ConnectAddress().String()
+		out[ip] = append(out[ip], string(sc.c.Kind))
+	}
+	return out
+}
+
+// wentDownAndUp reports the hosts of ips for which the log since from lacks a host_down
+// followed by a host_up.
+func (l *changeLog) missingDownUp(from time.Time, ips []string) []string {
+	seq := l.sequence(from)
+	var missing []string
+	for _, ip := range ips {
+		s := seq[ip]
+		i := slices.Index(s, string(metadata.HostDown))
+		if i < 0 || !slices.Contains(s[i:], string(metadata.HostUp)) {
+			missing = append(missing, fmt.Sprintf("%s %v", ip, s))
+		}
+	}
+	return missing
+}
+
+type latencies []time.Duration
+
+func (l latencies) quantile(q float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	i := int(float64(len(s))*q+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func (l latencies) String() string {
+	if len(l) == 0 {
+		return "n=0"
+	}
+	return fmt.Sprintf("p50 %s, max %s (n=%d)", ms(l.quantile(0.5)), ms(l.quantile(1)), len(l))
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }
+
+type quietLogger struct{}
+
+func (quietLogger) Print(...any)          {}
+func (quietLogger) Printf(string, ...any) {}
+func (quietLogger) Println(...any)        {}
