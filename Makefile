@@ -31,7 +31,7 @@ long:
 # (realcluster), 3 JVMs on 127.0.0.1-3, the restart contracts with gocql v1.7.0 and v2.1.2 and
 # cqlsim held to the recorded traces. Needs java (17) and mvn; skips, saying so, without them.
 real:
-	CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 40m -v ./realcluster/ ./integration/real/
+	CQLCONTROL_REAL=1 $(GO) test -p 1 -count=1 -timeout 40m -v ./realcluster/ ./integration/real/
 	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'Real' ./...
 
 # golangci-lint at a pinned version, built from the module proxy on first use (cached after);

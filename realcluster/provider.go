@@ -145,19 +145,31 @@ func awaitCQL(ctx context.Context, addr string, within time.Duration) (time.Time
 // cluster down for outage after the last node is down, then starts every node at once and
 // returns when all answer CQL. down is when the last node was down.
 func FullRestart(ctx context.Context, p Provider, outage time.Duration, kill bool) (down time.Time, err error) {
-	if err := each(p, func(i int) error {
+	if down, err = StopAll(p, kill); err != nil {
+		return down, err
+	}
+	if err := sleepCtx(ctx, outage); err != nil {
+		return down, err
+	}
+	return down, StartAll(ctx, p)
+}
+
+// StopAll stops every node of p at once (killed when kill is set, else gracefully) and returns
+// when the last one is down.
+func StopAll(p Provider, kill bool) (time.Time, error) {
+	err := each(p, func(i int) error {
 		if kill {
 			return p.Kill(i)
 		}
 		return p.Stop(i)
-	}); err != nil {
-		return time.Time{}, err
-	}
-	down = time.Now()
-	if err := sleepCtx(ctx, outage); err != nil {
-		return down, err
-	}
-	return down, each(p, func(i int) error { return p.Start(ctx, i) })
+	})
+	return time.Now(), err
+}
+
+// StartAll starts every node of p at once and returns when all answer CQL; each node's
+// ReadyAt says when it did.
+func StartAll(ctx context.Context, p Provider) error {
+	return each(p, func(i int) error { return p.Start(ctx, i) })
 }
 
 // FirstReady returns the earliest ReadyAt of p's nodes after t (zero if none).

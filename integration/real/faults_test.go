@@ -186,7 +186,7 @@ func TestPausedNode(t *testing.T) {
 			require.NoError(t, hctx.Err(), "the resumed node never answered CQL")
 			time.Sleep(20 * time.Millisecond)
 		}
-		back := gov.dataPathBack(resumed, 30*time.Second)
+		back := gov.dataPathBack(resumed, 30*time.Second, 30*time.Second)
 		time.Sleep(time.Second)
 		polls := pp.finish()
 		for _, q := range polls {

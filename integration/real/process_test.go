@@ -106,6 +106,7 @@ func providers(t *testing.T, f func(t *testing.T, p realcluster.Provider)) {
 // and queries pinnable to one host.
 type process struct {
 	name    string
+	kind    kind
 	hosts   []string
 	cc      *controlconn.ControlConnection // nil for gocql alone
 	session *gocql.Session
@@ -113,6 +114,23 @@ type process struct {
 	changes *changeLog
 	hostLog *hostLog
 	conns   *clientprobe.Connects
+
+	qmu     sync.Mutex
+	qerrs   []string // distinct pinned-query errors, with the time first seen
+	lastErr map[string]string
+}
+
+// noteQueryErr records a pinned query's error when it differs from the host's last one.
+func (pr *process) noteQueryErr(ip string, err error) {
+	pr.qmu.Lock()
+	defer pr.qmu.Unlock()
+	if pr.lastErr == nil {
+		pr.lastErr = map[string]string{}
+	}
+	if pr.lastErr[ip] != err.Error() {
+		pr.lastErr[ip] = err.Error()
+		pr.qerrs = append(pr.qerrs, time.Now().Format(time.RFC3339Nano)+"|"+ip+"|"+err.Error())
+	}
 }
 
 // hostLog is a HostSelectionPolicy wrapper recording gocql's host callbacks, for timelines.
@@ -162,6 +180,15 @@ func (pr *process) timeline(t *testing.T, p realcluster.Provider, origin, from, 
 		}
 	}
 	pr.hostLog.mu.Unlock()
+	pr.qmu.Lock()
+	for _, e := range pr.qerrs {
+		parts := strings.SplitN(e, "|", 3)
+		at, _ := time.Parse(time.RFC3339Nano, parts[0])
+		if !at.Before(from) && !at.After(to) {
+			lines = append(lines, fmt.Sprintf("%s pinned query to %s: %s", rel(at), parts[1], parts[2]))
+		}
+	}
+	pr.qmu.Unlock()
 	slices.Sort(lines)
 	t.Logf("%s timeline (times from the first node answering):\n%s", pr.name, strings.Join(lines, "\n"))
 }
@@ -172,10 +199,39 @@ const (
 	gocqlAlone kind = iota
 	ungoverned
 	governed
+	governedPrompt
 )
 
 func (k kind) String() string {
-	return [...]string{"gocql alone", "gocql+cqlcontrol", "gocql+cqlcontrol governed"}[k]
+	return [...]string{"gocql alone", "gocql+cqlcontrol", "gocql+cqlcontrol governed", "gocql+cqlcontrol governed prompt"}[k]
+}
+
+// promptGovernor is the governor tuned for promptness on a cluster whose nodes come back at
+// different times: a budget interval of 300 ms growing with 1/150 of the outage, so that the
+// rotation over 3 hosts finds the first node back within about a second (and costs about three
+// times the default's dials early in an outage).
+var promptGovernor = controlconn.Governor{MinInterval: 300 * time.Millisecond, OutageShare: 1.0 / 150}
+
+// governorFor returns the governor of a process kind, and whether it has one.
+func governorFor(k kind) (controlconn.Governor, bool) {
+	switch k {
+	case governed:
+		return controlconn.Governor{}, true
+	case governedPrompt:
+		return promptGovernor, true
+	}
+	return controlconn.Governor{}, false
+}
+
+// discoveryBound is how late the governor may find the first node back after an outage of
+// length outage on n hosts: its budget rotates over the hosts, one real dial per interval
+// (OutageShare of the outage, within [MinInterval, MaxInterval], plus jitter), so the host
+// that answers first may wait n intervals for its turn; margin covers the handshake and our
+// attempt after the evidence.
+func discoveryBound(g controlconn.Governor, n int, outage, margin time.Duration) time.Duration {
+	g = g.WithDefaults(0)
+	i := min(max(time.Duration(float64(outage)*g.OutageShare), g.MinInterval), g.MaxInterval)
+	return time.Duration(float64(n)*float64(i)*(1+g.Jitter)) + margin
 }
 
 // stableAfter is short so that each restart, a few seconds after the previous recovery, is a
@@ -193,7 +249,7 @@ func newCluster(p realcluster.Provider, dials *clientprobe.Dialer) *gocql.Cluste
 
 func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql.ClusterConfig)) *process {
 	t.Helper()
-	pr := &process{name: k.String(), hosts: p.Hosts(), dials: &clientprobe.Dialer{}, conns: &clientprobe.Connects{}}
+	pr := &process{name: k.String(), kind: k, hosts: p.Hosts(), dials: &clientprobe.Dialer{}, conns: &clientprobe.Connects{}}
 	cluster := newCluster(p, pr.dials)
 	pr.hostLog = &hostLog{HostSelectionPolicy: cluster.PoolConfig.HostSelectionPolicy}
 	cluster.PoolConfig.HostSelectionPolicy = pr.hostLog
@@ -204,8 +260,8 @@ func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql
 	var err error
 	if k != gocqlAlone {
 		var opts []controlconn.Option
-		if k == governed {
-			opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
+		if g, ok := governorFor(k); ok {
+			opts = append(opts, controlconn.WithDialGovernor(g))
 		}
 		pr.cc, err = controlconn.New(cluster, controlconn.Cadence{StableAfter: stableAfter}, opts...)
 		require.NoError(t, err)
@@ -238,24 +294,45 @@ func (pr *process) served(ips []string) map[string]bool {
 }
 
 // servedBy runs a query pinned to ip and reports whether that host answered it.
-func servedBy(s *gocql.Session, ip string) bool {
+func servedBy(s *gocql.Session, ip string) bool { return servedErr(s, ip) == nil }
+
+// servedErr runs a query pinned to ip: nil if that host answered it, else why not.
+func servedErr(s *gocql.Session, ip string) error {
 	var addr net.IP
 	ctx, cancel := context.WithTimeout(clientprobe.WithHost(context.Background(), ip), 2*time.Second)
 	defer cancel()
-	err := s.Query("SELECT rpc_address FROM system.local").WithContext(ctx).Scan(&addr)
-	return err == nil && addr.String() == ip
+	if err := s.Query("SELECT rpc_address FROM system.local").WithContext(ctx).Scan(&addr); err != nil {
+		return err
+	}
+	if addr.String() != ip {
+		return fmt.Errorf("answered by %s", addr)
+	}
+	return nil
 }
 
 // dataPathBack polls every host's pinned query (all hosts in each round, every 25 ms) until
-// each has answered after since, and returns when each first did; hosts that do not within
-// within are missing.
-func (pr *process) dataPathBack(since time.Time, within time.Duration) map[string]time.Time {
+// each has answered after since, and returns when each first did. It gives up within of now,
+// or after the first host answered, after: hosts not back by then are missing.
+func (pr *process) dataPathBack(since time.Time, within, after time.Duration) map[string]time.Time {
 	back := map[string]time.Time{}
 	deadline := time.Now().Add(within)
 	for len(back) < len(pr.hosts) && time.Now().Before(deadline) {
+		if len(back) == 1 {
+			for _, at := range back {
+				if at.Add(after).Before(deadline) {
+					deadline = at.Add(after)
+				}
+			}
+		}
 		for _, ip := range pr.hosts {
-			if _, ok := back[ip]; !ok && servedBy(pr.session, ip) && time.Now().After(since) {
+			if _, ok := back[ip]; ok {
+				continue
+			}
+			err := servedErr(pr.session, ip)
+			if err == nil && time.Now().After(since) {
 				back[ip] = time.Now()
+			} else if err != nil {
+				pr.noteQueryErr(ip, err)
 			}
 		}
 		time.Sleep(25 * time.Millisecond)

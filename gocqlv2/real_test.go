@@ -1,0 +1,178 @@
+package gocqlv2
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/realcluster"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startupSniffer is a gocql v2 Dialer that records the protocol version of every STARTUP
+// frame written and counts the dials that reached the network.
+type startupSniffer struct {
+	mu       sync.Mutex
+	versions []byte
+	dials    []time.Time
+}
+
+func (s *startupSniffer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	s.mu.Lock()
+	s.dials = append(s.dials, time.Now())
+	s.mu.Unlock()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &sniffedConn{Conn: c, s: s}, nil
+}
+
+func (s *startupSniffer) dialsIn(from, to time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, at := range s.dials {
+		if !at.Before(from) && !at.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+type sniffedConn struct {
+	net.Conn
+	s *startupSniffer
+}
+
+func (c *sniffedConn) Write(p []byte) (int, error) {
+	if len(p) >= 9 && p[4] == 0x01 && p[0]&0x80 == 0 {
+		c.s.mu.Lock()
+		c.s.versions = append(c.s.versions, p[0])
+		c.s.mu.Unlock()
+	}
+	return c.Conn.Write(p)
+}
+
+// A gocql v2.1.2 session with cqlcontrol (gocqlv2.New, governed) on a real Cassandra 5.0
+// cluster (make real): what v2 negotiates with 5.0, then one full-cluster restart (graceful, 10 s
+// down). Contracts: ours back within 1.5 s of the first node answering CQL; every host's data
+// path (a query pinned to it with SetHostID) within 2.5 s of that host answering.
+func TestRealV2FullRestart(t *testing.T) {
+	realcluster.RequireReal(t)
+	c := realcluster.StartT(t, realcluster.Config{BaseIP: "127.0.0.31"})
+	sniff := &startupSniffer{}
+	cluster := gocql.NewCluster(c.Hosts()...)
+	cluster.Port = c.Port()
+	cluster.Dialer = sniff
+	cc, err := New(cluster, controlconn.Cadence{StableAfter: 500 * time.Millisecond}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, cc.Close()) }()
+	session, err := cluster.CreateSession()
+	require.NoError(t, err)
+	defer realCloseWithin(t, session, 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, cc.Start(ctx))
+
+	ids := map[string]string{}
+	require.Eventually(t, func() bool {
+		s := cc.Snapshot()
+		if s == nil || s.Len() != len(c.Hosts()) {
+			return false
+		}
+		for h := range s.All() {
+			ids[h.ConnectAddress().String()] = h.HostID()
+		}
+		return true
+	}, 20*time.Second, 50*time.Millisecond, "ours sees every host")
+	served := func(ip string) bool {
+		var addr net.IP
+		qctx, qcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer qcancel()
+		err := session.Query("SELECT rpc_address FROM system.local").SetHostID(ids[ip]).WithContext(qctx).Scan(&addr)
+		return err == nil && addr.String() == ip
+	}
+	require.Eventually(t, func() bool {
+		for _, ip := range c.Hosts() {
+			if !served(ip) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 100*time.Millisecond, "every host serves the v2 session")
+	sniff.mu.Lock()
+	versions := append([]byte(nil), sniff.versions...)
+	sniff.mu.Unlock()
+	t.Logf("FIGURE cassandra %s with gocql v2.1.2: STARTUP versions sent %v; ours speaks v%d", c.Version(), versions, cc.Status().Version)
+	if assert.NotEmpty(t, versions) {
+		assert.EqualValues(t, 5, versions[len(versions)-1], "gocql v2.1.2 settles on v5 with Cassandra 5.0")
+	}
+
+	time.Sleep(2 * time.Second)
+	begin := time.Now()
+	down, err := realcluster.StopAll(c, false)
+	require.NoError(t, err)
+	time.Sleep(10 * time.Second)
+	started := make(chan error, 1)
+	go func() { started <- realcluster.StartAll(context.Background(), c) }()
+	back := map[string]time.Time{}
+	deadline := time.Now().Add(120 * time.Second)
+	for len(back) < len(c.Hosts()) && time.Now().Before(deadline) {
+		for _, ip := range c.Hosts() {
+			if _, ok := back[ip]; !ok && served(ip) {
+				back[ip] = time.Now()
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	require.NoError(t, <-started)
+	first := realcluster.FirstReady(c, down)
+	var connectedAt time.Time
+	require.Eventually(t, func() bool {
+		connectedAt = cc.Status().ConnectedSince
+		return !connectedAt.Before(down)
+	}, 60*time.Second, 10*time.Millisecond, "ours back")
+	var worst time.Duration
+	for i, ip := range c.Hosts() {
+		at, ok := back[ip]
+		if !assert.True(t, ok, "%s's data path back", ip) {
+			continue
+		}
+		late := at.Sub(c.ReadyAt(i))
+		worst = max(worst, late)
+		assert.LessOrEqual(t, late, 2500*time.Millisecond, "%s's data path after it answered CQL", ip)
+	}
+	t.Logf("FIGURE cassandra %s gocql v2.1.2 governed full restart (graceful, 10 s down): ours back %.3f s after the first node answered CQL; data path max %.3f s after its host answered; %d dials of the process from the stop until then",
+		c.Version(), connectedAt.Sub(first).Seconds(), worst.Seconds(), sniff.dialsIn(begin, latestOf(back)))
+	assert.LessOrEqual(t, connectedAt.Sub(first), 1500*time.Millisecond, "ours back after the first node answered")
+}
+
+func latestOf(m map[string]time.Time) time.Time {
+	var l time.Time
+	for _, at := range m {
+		if at.After(l) {
+			l = at
+		}
+	}
+	return l
+}
+
+// realCloseWithin closes s, failing the test (instead of hanging it) if gocql v2's Close does not
+// return within d.
+func realCloseWithin(t *testing.T, s *gocql.Session, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Errorf("gocql v2 Session.Close did not return within %v", d)
+	}
+}
