@@ -148,8 +148,14 @@ func (h *hostLog) note(what string, host *gocql.HostInfo) {
 	h.mu.Unlock()
 }
 
-func (h *hostLog) AddHost(host *gocql.HostInfo) { h.HostSelectionPolicy.AddHost(host); h.note("AddHost", host) }
-func (h *hostLog) HostUp(host *gocql.HostInfo)  { h.HostSelectionPolicy.HostUp(host); h.note("HostUp", host) }
+func (h *hostLog) AddHost(host *gocql.HostInfo) {
+	h.HostSelectionPolicy.AddHost(host)
+	h.note("AddHost", host)
+}
+func (h *hostLog) HostUp(host *gocql.HostInfo) {
+	h.HostSelectionPolicy.HostUp(host)
+	h.note("HostUp", host)
+}
 func (h *hostLog) HostDown(host *gocql.HostInfo) {
 	h.HostSelectionPolicy.HostDown(host)
 	h.note("HostDown", host)
