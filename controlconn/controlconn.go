@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,6 +185,11 @@ type link struct {
 	since    time.Time     // set by run on adoption
 	readTook time.Duration // the first metadata read
 	gone     chan struct{} // closed by run once it has handled the loss (waiters move on)
+}
+
+// names reports whether a host event's host ID or address is this link's host.
+func (l *link) names(hostID, addr string) bool {
+	return (hostID != "" && strings.EqualFold(hostID, l.ep.HostID)) || (addr != "" && addr == l.ep.Addr)
 }
 
 type lossInfo struct {

@@ -513,6 +513,13 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		if e.Kind == hostevents.KindUp && e.Source == hostevents.SourceGocql {
 			cc.dataPathBack(o, key, e.At)
 		}
+		if e.Kind == hostevents.KindDown && e.Source != hostevents.SourceControl && o.cur != nil && o.cur.names(e.HostID, ep.Addr) {
+			// The session says the host we are connected to is down: a node that stopped
+			// answering would hold us until the next heartbeat fails (up to interval +
+			// timeout, 35 s by default); check it now instead (SIGSTOP on real Cassandra:
+			// 33 s to move without this).
+			o.cur.CheckNow()
+		}
 		switch e.Kind {
 		case hostevents.KindUp:
 			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefUp}

@@ -2,6 +2,7 @@ package real
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,9 @@ func TestPasswordAuthenticatorRestart(t *testing.T) {
 	}, "the default superuser can log in")
 	session.Close()
 
-	gov := startProcess(t, c, governed, func(cfg *gocql.ClusterConfig) { cfg.Authenticator = auth })
+	rec := new(clientprobe.Recorder)
+	gov := startProcess(t, c, governed, func(cfg *gocql.ClusterConfig) { cfg.Authenticator = auth },
+		controlconn.WithObserver(rec), controlconn.WithReconnectObserver(rec))
 	time.Sleep(2 * time.Second)
 	waitStable(t, gov.cc)
 	down, err := realcluster.FullRestart(context.Background(), c, 5*time.Second, false)
@@ -54,6 +57,20 @@ func TestPasswordAuthenticatorRestart(t *testing.T) {
 	t.Logf("FIGURE cassandra %s PasswordAuthenticator full restart: ours back %s after the first node answered CQL, %s after the last; %d attempts in that recovery",
 		c.Version(), ms(at.Sub(first)), ms(at.Sub(last)), st.Attempts)
 	assert.LessOrEqual(t, at.Sub(last), oursBackWithin, "ours back after the last node answered CQL")
+	// The start-up window: dials that reached a node that could not authenticate yet. None of
+	// them may be taken for rejected credentials (ClassAuth parks the retry for DelayCap).
+	window := 0
+	for _, d := range rec.DialsIn(down, at) {
+		if d.Err == nil {
+			continue
+		}
+		if strings.Contains(strings.ToLower(d.Err.Error()), "authenticat") {
+			window++
+			t.Logf("start-up window: %s %v: %v", d.Endpoint.Addr, controlconn.Classify(d.Err), d.Err)
+		}
+		assert.NotEqual(t, controlconn.ClassAuth, controlconn.Classify(d.Err), "a start-up refusal taken for rejected credentials: %v", d.Err)
+	}
+	t.Logf("FIGURE cassandra %s PasswordAuthenticator full restart: %d of ours' dials met the start-up window (a node answering CQL, not yet authenticating)", c.Version(), window)
 
 	// Wrong credentials: still permanent (ClassAuth), not retried as the start-up window is.
 	bad := newCluster(c, &clientprobe.Dialer{})

@@ -253,7 +253,7 @@ func newCluster(p realcluster.Provider, dials *clientprobe.Dialer) *gocql.Cluste
 	return cluster
 }
 
-func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql.ClusterConfig)) *process {
+func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql.ClusterConfig), extra ...controlconn.Option) *process {
 	t.Helper()
 	pr := &process{name: k.String(), kind: k, hosts: p.Hosts(), dials: &clientprobe.Dialer{}, conns: &clientprobe.Connects{}}
 	cluster := newCluster(p, pr.dials)
@@ -269,6 +269,7 @@ func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql
 		if g, ok := governorFor(k); ok {
 			opts = append(opts, controlconn.WithDialGovernor(g))
 		}
+		opts = append(opts, extra...)
 		pr.cc, err = controlconn.New(cluster, controlconn.Cadence{StableAfter: stableAfter}, opts...)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, pr.cc.Close()) })

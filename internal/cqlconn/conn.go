@@ -32,6 +32,7 @@ type Conn struct {
 	events   chan message.Event // written by the reader goroutine only
 	overflow chan struct{}      // cap 1; signalled when an event had to be dropped
 	done     chan struct{}      // closed once by shutdown
+	check    chan struct{}      // cap 1; CheckNow's request for a heartbeat at once
 	wg       sync.WaitGroup     // reader + heartbeat goroutines
 
 	// writeSem (cap 1) serialises frame writes of request goroutines and the heartbeat. It is a
@@ -59,6 +60,7 @@ func newConn(nc net.Conn, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersi
 		events:   make(chan message.Event, eventBuffer),
 		overflow: make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		check:    make(chan struct{}, 1),
 		streams:  make(map[int16]chan any),
 		writeSem: make(chan struct{}, 1),
 		next:     1,
@@ -259,17 +261,39 @@ func (c *Conn) signalOverflow() {
 	}
 }
 
-// heartbeat is the heartbeat goroutine: an OPTIONS every interval, each bounded by the timeout.
+// CheckNow asks for a heartbeat at once instead of at the next interval: someone else (gocql's
+// session, say) reports the node down, and a node that stopped answering (SIGSTOP, a half-open
+// link) would otherwise hold this connection for up to HeartbeatInterval + HeartbeatTimeout.
+// At most one check runs at a time and checks are at least minCheckGap apart; extra requests
+// are dropped.
+func (c *Conn) CheckNow() {
+	select {
+	case c.check <- struct{}{}:
+	default:
+	}
+}
+
+// minCheckGap spaces the heartbeats CheckNow asks for, so that a burst of reports costs one.
+const minCheckGap = time.Second
+
+// heartbeat is the heartbeat goroutine: an OPTIONS every interval (or when CheckNow asks, at
+// most once per minCheckGap), each bounded by the timeout.
 func (c *Conn) heartbeat() {
 	defer c.wg.Done()
 	t := time.NewTimer(c.cfg.HeartbeatInterval)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-c.done:
 			return
 		case <-t.C:
+		case <-c.check:
+			if time.Since(last) < minCheckGap {
+				continue
+			}
 		}
+		last = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HeartbeatTimeout)
 		start := time.Now()
 		_, err := c.do(ctx, &message.Options{}, true)

@@ -430,3 +430,42 @@ func TestEventOverflowIsSignalled(t *testing.T) {
 		require.NoError(t, sim.Close())
 	})
 }
+
+// CheckNow: a heartbeat at once, not at the next interval; a burst of requests costs one
+// check per second. Fails without CheckNow's case in the heartbeat loop (the silent peer is
+// then found only at the 30 s heartbeat, 35 s in).
+func TestCheckNowFindsASilentPeerWithinTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim := simtest.NewCluster(1)
+		node := sim.Node(0)
+		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{
+			Dialer:            sim,
+			HeartbeatInterval: 30 * time.Second,
+			HeartbeatTimeout:  5 * time.Second,
+		})
+		require.NoError(t, err)
+		defer func() { node.Mute(false); _ = c.Close(); _ = sim.Close() }()
+
+		// Healthy: ten requests within a second cost one heartbeat.
+		for range 10 {
+			c.CheckNow()
+			time.Sleep(50 * time.Millisecond)
+		}
+		synctest.Wait()
+		assert.Equal(t, 1+1, node.Requests(primitive.OpCodeOptions), "handshake OPTIONS + 1 check")
+
+		time.Sleep(2 * time.Second)
+		start := time.Now()
+		node.Mute(true)
+		c.CheckNow()
+		time.Sleep(5*time.Second + time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-c.Done():
+		default:
+			t.Fatal("a silent peer outlived CheckNow by more than the heartbeat timeout")
+		}
+		assert.ErrorIs(t, c.Err(), ErrHeartbeat)
+		assert.Less(t, time.Since(start), 6*time.Second)
+	})
+}
