@@ -80,6 +80,7 @@ type options struct {
 	rand        func() float64
 	governor    *Governor          // WithDialGovernor; New, and NewWithListener with gateTaker
 	gateTaker   func(dialgov.Gate) // ccopt.TakeGovernor: a driver adapter takes the governor
+	governed    bool               // the governor is installed on a driver (New, an adapter)
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -110,7 +111,8 @@ func WithHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.qu
 func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
 
 // ErrConflictingOptions is returned by New and NewWithConfig for options that cannot be
-// used together.
+// used together, and by NewWithConfig and NewWithListener for WithDialGovernor, which only a
+// constructor that has the driver's configuration can install.
 var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 
 // withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
@@ -203,6 +205,9 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	}
 	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
 		return nil, fmt.Errorf("%w: WithQueueConfig configures the queue New creates; the queue of WithHostEvents is configured already", ErrConflictingOptions)
+	}
+	if o.governor != nil && !o.governed {
+		return nil, fmt.Errorf("%w: WithDialGovernor governs a driver's dials: use New (gocql v1) or gocqlv2.New, which install it on the driver's config", ErrConflictingOptions)
 	}
 	if o.logger == nil {
 		o.logger = discardLogger

@@ -71,6 +71,7 @@
 //	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
+//		SessionFirst
 //	IsServerError MinRefreshInterval New NewWithConfig NewWithListener
 //	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,9 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 			return nil, err
 		}
 	}
+	if gov != nil {
+		opts = append(slices.Clip(opts), governed())
+	}
 	cc, err := newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
 		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
@@ -73,6 +77,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	cc.attachGovernor(gov)
 	cfg.HostDialer = gocqlDialer
+	governConviction(cfg)
 	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
 		cfg.ReconnectInterval = GovernedReconnectInterval
 	}
@@ -88,19 +93,23 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 // Unlike New it cannot tell whether a session was created after it (the order warning of New),
 // since only the driver's listener knows.
 //
-// It ignores WithDialGovernor: the driver's dials are not its to govern. The gocqlv2 module's
-// New, a driver adapter of this module, gets the governor through an internal option.
+// With WithDialGovernor it returns ErrConflictingOptions: the driver's dials are not its to
+// govern. The gocqlv2 module's New, a driver adapter of this module, gets the governor through
+// an internal option.
 func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
 	gov, take, err := adapterGovernor(&c, opts)
 	if err != nil {
 		return nil, err
+	}
+	if gov != nil {
+		opts = append(slices.Clip(opts), governed())
 	}
 	cc, err := newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
 	if err != nil || gov == nil {
 		return cc, err
 	}
 	cc.attachGovernor(gov)
-	take(driverGate{gov})
+	take(&driverGate{g: gov})
 	return cc, nil
 }
 

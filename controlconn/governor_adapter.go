@@ -3,6 +3,7 @@ package controlconn
 import (
 	"context"
 	"net/netip"
+	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 )
@@ -16,6 +17,10 @@ import (
 func takeGovernor(take func(dialgov.Gate)) Option {
 	return func(o *options) { o.gateTaker = take }
 }
+
+// governed marks the options of a constructor that installed the governor on a driver, so
+// that NewWithConfig accepts WithDialGovernor.
+func governed() Option { return func(o *options) { o.governed = true } }
 
 // adapterGovernor builds the governor NewWithListener installs when opts carry both
 // WithDialGovernor and ccopt.TakeGovernor, and governs c's own dials with it; without both it
@@ -46,12 +51,17 @@ func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
 
 // driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never
 // ours, so one that connects while ours is down is evidence.
-type driverGate struct{ g *dialGovernor }
+type driverGate struct {
+	g        *dialGovernor
+	interval time.Duration // the driver's reconnect interval as its user configured it
+}
 
-var _ dialgov.Gate = driverGate{}
+var _ dialgov.Gate = (*driverGate)(nil)
 
-func (d driverGate) Off() bool                       { return d.g.off.Load() }
-func (d driverGate) Admit(addr netip.AddrPort) error { return d.g.admit(addr, false) }
-func (d driverGate) Done(ctx context.Context, addr netip.AddrPort, err error) {
-	d.g.done(ctx, addr, err, false)
+func (d *driverGate) SetReconnectInterval(i time.Duration) { d.interval = i }
+func (d *driverGate) Admit(ctx context.Context, addr netip.AddrPort) (bool, error) {
+	return d.g.admit(ctx, addr, false, d.interval)
+}
+func (d *driverGate) Done(ctx context.Context, addr netip.AddrPort, first bool, err error) {
+	d.g.done(ctx, addr, err, false, first, d.interval)
 }

@@ -3,6 +3,7 @@ package controlconn
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -23,7 +24,7 @@ import (
 // with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
 // config afterwards, and this ControlConnection's own dials, share one budget. gocqlv2.New (the
 // gocqlv2 module) does the same for gocql v2, with v2's semantics. NewWithConfig and
-// NewWithListener ignore it (they have no driver config to govern).
+// NewWithListener have no driver config to govern: they return ErrConflictingOptions.
 func WithDialGovernor(g Governor) Option {
 	return func(o *options) { o.governor = &g }
 }
@@ -47,23 +48,26 @@ type GovernorStats struct {
 	RefusedBackoff int64 // refused: known-down host within its backoff
 	RefusedBudget  int64 // refused: our connection down and no budget
 	Evidence       int64 // governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew
+	SessionFirst   int64 // not governed: dials of a driver session none of whose dials had connected yet (CreateSession)
 }
 
 // Real is the number of dials that reached the network.
-func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget }
+func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget + s.SessionFirst }
 
 // dialGovernor is one client's governor: the DialGate under a mutex, the clock, counters and
 // the evidence sink. Its methods are safe for concurrent use; a dial holds the mutex for a map
 // lookup or two (the owner's ConnUp and ConnDown walk the hosts); the nil *dialGovernor (no
 // governor configured) does nothing.
 type dialGovernor struct {
-	mu   sync.Mutex // guards gate
-	gate *dialgate.DialGate
-	now  func() time.Time
+	mu       sync.Mutex // guards gate, sessions
+	gate     *dialgate.DialGate
+	sessions map[context.Context]struct{} // the contexts of driver sessions that have connected
+	now      func() time.Time
 
-	off      atomic.Bool                                // after Close: every dial passes untouched
+	closed   atomic.Bool                                // after Close: the driver's own cadence (AdmitAfterClose)
 	evidence atomic.Pointer[func(addr string)]          // set once the ControlConnection exists
 	counts   [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
+	firstN   atomic.Int64                               // a session's first connection, not governed
 	evidN    atomic.Int64                               // evidence delivered
 }
 
@@ -75,7 +79,7 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	if now == nil {
 		now = time.Now
 	}
-	return &dialGovernor{gate: gate, now: now}, nil
+	return &dialGovernor{gate: gate, now: now, sessions: map[context.Context]struct{}{}}, nil
 }
 
 // locked runs f on the gate under the mutex, with the time; the nil governor does nothing.
@@ -129,11 +133,12 @@ func (g *dialGovernor) HostDown(addr string) {
 	}
 }
 
-// Close turns the governor off: every later dial passes untouched, since nothing tells it
-// about our connection any more.
+// Close ends governing: nothing tells the governor about our connection any more, so every
+// later dial is decided by DialGate.AdmitAfterClose, at the driver's own reconnect interval as
+// its user configured it.
 func (g *dialGovernor) Close() {
 	if g != nil {
-		g.off.Store(true)
+		g.closed.Store(true)
 	}
 }
 
@@ -151,24 +156,51 @@ func (g *dialGovernor) Stats() GovernorStats {
 		RefusedBackoff: g.counts[dialgate.VerdictHostBackoff].Load(),
 		RefusedBudget:  g.counts[dialgate.VerdictNoBudget].Load(),
 		Evidence:       g.evidN.Load(),
+		SessionFirst:   g.firstN.Load(),
 	}
 }
 
-// admit decides a dial to addr, of ours if own; the error wraps ErrGoverned when it is refused.
-func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
+// admit decides a dial to addr made with ctx, of ours if own, by a driver whose own reconnect
+// interval is userInterval (after Close). first reports a dial of a driver session that has
+// not connected yet (sessionStarting): it is not governed. The error wraps ErrGoverned when
+// the dial is refused.
+func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool, userInterval time.Duration) (first bool, err error) {
 	g.mu.Lock()
 	var v dialgate.Verdict
-	if own {
+	switch {
+	case !own && g.sessionStarting(ctx):
+		g.mu.Unlock()
+		g.firstN.Add(1)
+		return true, nil
+	case g.closed.Load():
+		v = g.gate.AdmitAfterClose(g.now(), addr, userInterval)
+	case own:
 		v = g.gate.AdmitOwn(g.now(), addr)
-	} else {
+	default:
 		v = g.gate.Admit(g.now(), addr)
 	}
 	g.mu.Unlock()
 	g.counts[v].Add(1)
 	if !v.Allowed() {
-		return refusal(addr, v)
+		return false, refusal(addr, v)
 	}
-	return nil
+	return false, nil
+}
+
+// sessionStarting reports whether ctx is the context of a driver session none of whose dials
+// has connected yet (g.mu held). gocql (v1.7.0 and v2) dials with its session's context, a
+// cancellable one of its own, from the first dial of CreateSession to the session's Close:
+// until one of them connects, CreateSession is waiting, and it fails if every host refuses.
+// Such dials are not governed, so that a governed process never fails a CreateSession that
+// gocql alone would have succeeded in; they are few (one per host at most per CreateSession),
+// and their outcomes inform the governor as any other's (a connection is evidence). A context
+// that can never be cancelled is no session's.
+func (g *dialGovernor) sessionStarting(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return false
+	}
+	_, ok := g.sessions[ctx]
+	return !ok
 }
 
 // refusal is the error of a refused dial: a *net.OpError, as a dial that failed at once
@@ -184,18 +216,34 @@ func refusal(addr netip.AddrPort, v dialgate.Verdict) error {
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
 // says nothing about the host. Our own dials are not evidence for ourselves, and their
-// failures do not make a host known down for gocql (DoneOwn).
-func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own bool) {
+// failures do not make a host known down for gocql (DoneOwn). A session's first connection
+// (first) that connected makes the session's later dials governed, until its context ends.
+func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own, first bool, userInterval time.Duration) {
 	failed := err != nil && ctx.Err() == nil
 	g.mu.Lock()
-	var evidence bool
-	if own {
+	var evidence, joined bool
+	if first && err == nil {
+		if _, ok := g.sessions[ctx]; !ok {
+			g.sessions[ctx], joined = struct{}{}, true
+		}
+	}
+	switch {
+	case g.closed.Load():
+		g.gate.DoneAfterClose(g.now(), addr, err == nil, failed, userInterval)
+	case own:
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
-	} else {
+	default:
 		evidence = g.gate.Done(g.now(), addr, err == nil, failed)
 	}
 	g.mu.Unlock()
-	if !evidence || own {
+	if joined {
+		context.AfterFunc(ctx, func() {
+			g.mu.Lock()
+			delete(g.sessions, ctx)
+			g.mu.Unlock()
+		})
+	}
+	if !evidence || own || g.closed.Load() {
 		return
 	}
 	g.evidN.Add(1)
@@ -210,19 +258,23 @@ type governedHostDialer struct {
 	g     *dialGovernor
 	inner gocql.HostDialer
 	own   bool // ours: not evidence for ourselves
+	// interval is gocql's ReconnectInterval as its user configured it: the cadence of a
+	// down host's real dials after Close (DialGate.AdmitAfterClose).
+	interval time.Duration
 }
 
 // DialHost implements gocql.HostDialer.
 func (d *governedHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
 	addr, ok := hostAddrPort(host)
-	if !ok || d.g.off.Load() {
+	if !ok {
 		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
 	}
-	if err := d.g.admit(addr, d.own); err != nil {
+	first, err := d.g.admit(ctx, addr, d.own, d.interval)
+	if err != nil {
 		return nil, err
 	}
 	dh, err := d.inner.DialHost(ctx, host)
-	d.g.done(ctx, addr, err, d.own)
+	d.g.done(ctx, addr, err, d.own, first, d.interval)
 	return dh, err
 }
 
@@ -236,14 +288,14 @@ type governedNetDialer struct {
 // DialContext implements gocql.Dialer.
 func (d *governedNetDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	addr, ok := parseAddrPort(address)
-	if !ok || d.g.off.Load() {
+	if !ok {
 		return d.inner.DialContext(ctx, network, address)
 	}
-	if err := d.g.admit(addr, true); err != nil {
+	if _, err := d.g.admit(ctx, addr, true, 0); err != nil {
 		return nil, err
 	}
 	c, err := d.inner.DialContext(ctx, network, address)
-	d.g.done(ctx, addr, err, true)
+	d.g.done(ctx, addr, err, true, false, 0)
 	return c, err
 }
 
@@ -327,7 +379,36 @@ func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *Config) (gocq
 		return nil, err
 	}
 	governOwnDials(g, c)
-	return &governedHostDialer{g: g, inner: inner}, nil
+	return &governedHostDialer{g: g, inner: inner, interval: cfg.ReconnectInterval}, nil
+}
+
+// governedConviction is the gocql.ConvictionPolicy New installs with the governor, around the
+// one configured: a refused dial sent nothing and says nothing about the host, so it never
+// convicts (gocql would call handleNodeDown: the user's policy and our queue would get a
+// HostDown on every refused fill); every other failure is the configured policy's to judge.
+// gocql calls it on the goroutine that filled the pool (for a down host, its one reconnect
+// goroutine): it takes no lock and allocates nothing.
+type governedConviction struct{ inner gocql.ConvictionPolicy }
+
+// AddFailure implements gocql.ConvictionPolicy.
+func (c governedConviction) AddFailure(err error, host *gocql.HostInfo) bool {
+	if errors.Is(err, ErrGoverned) {
+		return false
+	}
+	return c.inner.AddFailure(err, host)
+}
+
+// Reset implements gocql.ConvictionPolicy.
+func (c governedConviction) Reset(host *gocql.HostInfo) { c.inner.Reset(host) }
+
+// governConviction wraps cfg's ConvictionPolicy (gocql's default when nil) so that refusals
+// do not convict.
+func governConviction(cfg *gocql.ClusterConfig) {
+	inner := cfg.ConvictionPolicy
+	if inner == nil {
+		inner = &gocql.SimpleConvictionPolicy{}
+	}
+	cfg.ConvictionPolicy = governedConviction{inner: inner}
 }
 
 // governOwnDials makes the dials of c's own connection go through g: the user's HostDialer

@@ -234,6 +234,46 @@ func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 	return d.Admit(now, addr)
 }
 
+// AdmitAfterClose decides a dial after our ControlConnection is closed, in place of Admit:
+// nothing tells the gate about our connection or the hosts any more, and the driver dials at
+// the cadence its user configured, interval (the driver's own reconnect interval, which
+// controlconn shortened while it governed): a host whose last real dial failed gets one real
+// dial per interval (VerdictHostSlot, VerdictHostBackoff in between); every other dial
+// passes. With interval zero or less every dial passes.
+func (d *DialGate) AdmitAfterClose(now time.Time, addr netip.AddrPort, interval time.Duration) Verdict {
+	h := d.hosts[addr]
+	if interval <= 0 || h == nil || !h.down {
+		return VerdictPass
+	}
+	if limit := now.Add(interval); h.next.After(limit) {
+		h.next = limit // a slot booked while governing (MaxInterval) is no later than the user's
+	}
+	if now.Before(h.next) {
+		return VerdictHostBackoff
+	}
+	h.next = now.Add(interval)
+	return VerdictHostSlot
+}
+
+// DoneAfterClose records the outcome of a dial AdmitAfterClose allowed, in place of Done: a
+// host that accepted it passes again; a host whose dial failed waits interval from now for
+// its next (unless a slot already booked it later).
+func (d *DialGate) DoneAfterClose(now time.Time, addr netip.AddrPort, ok, failed bool, interval time.Duration) {
+	switch {
+	case ok:
+		if h := d.hosts[addr]; h != nil {
+			h.down, h.failures, h.next = false, 0, time.Time{}
+		}
+	case failed:
+		h := d.host(addr)
+		if next := now.Add(interval); !h.down || next.After(h.next) {
+			h.next = next
+		}
+		h.down = true
+		h.failures++
+	}
+}
+
 // Lost records that our connection to addr was lost at now: our connection is down
 // (ConnDown), but one lost connection does not make the cluster unreachable: the hosts not
 // known down are presumed reachable (they pass) until a dial to another host fails, which

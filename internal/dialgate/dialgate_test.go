@@ -440,3 +440,26 @@ func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
 	assert.False(t, gate.Admit(back.Add(30*time.Second), hostC).Allowed())
 	assert.True(t, gate.Admit(back.Add(31*time.Second), hostC).Allowed())
 }
+
+// After our ControlConnection is closed the driver dials at its user's own reconnect interval
+// (60 s here, gocql's default): a host whose dial failed gets one real dial per interval, a
+// slot booked while governing (MaxInterval) is kept if it is sooner, and a host that is not
+// down passes; interval 0 lets every dial through.
+func TestDialGateAfterClose(t *testing.T) {
+	const interval = 60 * time.Second
+	gate := newGate(t)
+	gate.HostDown(at(0), hostA) // announced: its next slot at MaxInterval, 30 s
+	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(time.Second), hostB, interval), "not down: passes")
+	gate.DoneAfterClose(at(time.Second), hostB, false, true, interval)
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(time.Second+time.Millisecond), hostB, interval))
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(61*time.Second-time.Millisecond), hostB, interval), "at 60.999 s after its failure: none")
+	assert.Equal(t, VerdictHostSlot, gate.AdmitAfterClose(at(61*time.Second), hostB, interval), "at 60 s: one")
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(61*time.Second), hostB, interval), "and only one")
+
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(29*time.Second), hostA, interval))
+	assert.Equal(t, VerdictHostSlot, gate.AdmitAfterClose(at(30*time.Second), hostA, interval), "the slot booked while governing")
+	gate.DoneAfterClose(at(30*time.Second), hostA, true, false, interval)
+	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(30*time.Second), hostA, interval), "it accepted: passes")
+
+	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(62*time.Second), hostB, 0), "no interval: every dial passes")
+}
