@@ -79,6 +79,7 @@ type options struct {
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
 	governor    *Governor          // WithDialGovernor; New, and NewWithListener with gateTaker
+	shared      *DialGovernor      // WithSharedDialGovernor; as governor
 	gateTaker   func(dialgov.Gate) // ccopt.TakeGovernor: a driver adapter takes the governor
 	governed    bool               // the governor is installed on a driver (New, an adapter)
 }
@@ -144,7 +145,7 @@ type ControlConnection struct {
 	reconnObs reconnect.Observer // the Recovery's observer (ReconnectNow reports to it too)
 	queue     *hostevents.Queue  // nil: no host events
 	ownQueue  bool               // created by New: closed by Close
-	gov       *dialGovernor      // WithDialGovernor; nil: no governor (its methods do nothing)
+	gov       *govMember         // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
 	lastLoss  atomic.Pointer[lossInfo]        // written by run
@@ -206,7 +207,10 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
 		return nil, fmt.Errorf("%w: WithQueueConfig configures the queue New creates; the queue of WithHostEvents is configured already", ErrConflictingOptions)
 	}
-	if o.governor != nil && !o.governed {
+	if o.governor != nil && o.shared != nil {
+		return nil, fmt.Errorf("%w: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrConflictingOptions)
+	}
+	if (o.governor != nil || o.shared != nil) && !o.governed {
 		return nil, fmt.Errorf("%w: WithDialGovernor governs a driver's dials: use New (gocql v1) or gocqlv2.New, which install it on the driver's config", ErrConflictingOptions)
 	}
 	if o.logger == nil {

@@ -64,6 +64,7 @@
 //	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
 //	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout
 //	DialError: Error ErrorClass Errs Unwrap
+//	DialGovernor: Stats
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrClosed ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence ErrInvalidGovernor
 //	ErrLostRace
@@ -72,7 +73,7 @@
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
 //		SessionFirst
-//	IsServerError MinRefreshInterval New NewWithConfig NewWithListener
+//	IsServerError MinRefreshInterval New NewDialGovernor NewWithConfig NewWithListener
 //	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Option ProtocolMaxFrameSize Resolver
@@ -80,5 +81,5 @@
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
 //		NextAttemptAt Recovery SkippedPeers State Version
 //	WithDialGovernor WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver
-//	WithResolver
+//	WithResolver WithSharedDialGovernor
 package controlconn

@@ -55,11 +55,11 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	var gov *dialGovernor
 	var gocqlDialer gocql.HostDialer
-	if o.governor != nil {
-		if gov, err = newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil); err == nil {
-			gocqlDialer, err = installGovernor(gov, cfg, &c)
-		}
-		if err != nil {
+	if gov, err = o.dialGovernor(c.Cadence.WithDefaults().DelayCap); err != nil {
+		return nil, err
+	}
+	if gov != nil {
+		if gocqlDialer, err = installGovernor(gov, cfg, &c); err != nil {
 			return nil, err
 		}
 	}

@@ -111,3 +111,58 @@ func (g Governor) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// DialGovernor is a dial governor that several ControlConnections of one process share
+// (WithSharedDialGovernor), so that the process, not each ControlConnection, has one budget:
+// for example two gocql.ClusterConfigs for one cluster, one per keyspace or consistency. Its
+// connection to the cluster counts as up while any of theirs is, and a dial that connects while
+// all are down re-arms each of them.
+type DialGovernor struct{ g *dialGovernor }
+
+// NewDialGovernor returns a governor configured by g (Governor{} is the default; a zero
+// MaxInterval is the default Cadence's DelayCap, 30 s) for WithSharedDialGovernor.
+func NewDialGovernor(g Governor) (*DialGovernor, error) {
+	gov, err := newDialGovernor(g, 0, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &DialGovernor{g: gov}, nil
+}
+
+// Stats returns the counters of every dial the governor decided on, for every ControlConnection
+// and session that shares it.
+func (d *DialGovernor) Stats() GovernorStats { return d.g.Stats() }
+
+// WithSharedDialGovernor is WithDialGovernor with a governor shared by every ControlConnection
+// built with it (see DialGovernor): New (and gocqlv2.New) install it on their driver config as
+// WithDialGovernor does, each with the config's own dialer and reconnect interval. With
+// WithDialGovernor, or with a nil governor, it is ErrConflictingOptions.
+//
+// What is governed: the dials of this ControlConnection, and of every session created from the
+// config passed to New after New returns (New sets its HostDialer). What is not: a session
+// created from that config before New, or from a copy of the config made before New (gocql
+// copies ClusterConfig by value: the copy keeps the dialer it had), and any dial that does not
+// go through gocql's HostDialer.
+func WithSharedDialGovernor(g *DialGovernor) Option {
+	if g == nil {
+		g = &DialGovernor{} // refused by the constructor
+	}
+	return func(o *options) { o.shared = g }
+}
+
+// dialGovernor returns the governor the options ask for: WithSharedDialGovernor's, a new one
+// for WithDialGovernor, or nil for neither.
+func (o *options) dialGovernor(delayCap time.Duration) (*dialGovernor, error) {
+	switch {
+	case o.governor != nil && o.shared != nil:
+		return nil, fmt.Errorf("%w: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrConflictingOptions)
+	case o.shared != nil:
+		if o.shared.g == nil {
+			return nil, fmt.Errorf("%w: WithSharedDialGovernor needs a governor made by NewDialGovernor", ErrConflictingOptions)
+		}
+		return o.shared.g, nil
+	case o.governor != nil:
+		return newDialGovernor(*o.governor, delayCap, o.rand, nil)
+	}
+	return nil, nil
+}

@@ -30,11 +30,11 @@ func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.governor == nil || o.gateTaker == nil {
+	if o.gateTaker == nil {
 		return nil, nil, nil
 	}
-	g, err := newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil)
-	if err != nil {
+	g, err := o.dialGovernor(c.Cadence.WithDefaults().DelayCap)
+	if g == nil || err != nil {
 		return nil, nil, err
 	}
 	governOwnDials(g, c)
@@ -45,8 +45,7 @@ func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate
 // reads cc.gov), and a driver's dial that connects while cc is down re-arms cc. Called before
 // Start.
 func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
-	cc.gov = g
-	g.onEvidence(cc.dialEvidence)
+	cc.gov = g.join(cc.dialEvidence)
 }
 
 // driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never

@@ -50,8 +50,8 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	require.Len(t, gates, 1)
 	require.NotNil(t, cc3.gov)
-	assert.Same(t, cc3.gov, gates[0].(*driverGate).g, "one budget for the process")
-	assert.Same(t, cc3.gov, cc3.connCfg.Dialer.(*governedNetDialer).g, "ours is governed too")
+	assert.Same(t, cc3.gov.g, gates[0].(*driverGate).g, "one budget for the process")
+	assert.Same(t, cc3.gov.g, cc3.connCfg.Dialer.(*governedNetDialer).g, "ours is governed too")
 
 	gate := gates[0]
 	addr := netip.MustParseAddrPort("127.0.0.5:9042")

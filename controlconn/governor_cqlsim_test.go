@@ -98,7 +98,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 	defer func() { assert.NoError(t, cc.Close()) }()
 	// Ours alone dials through the partition; gocql's dials do not.
 	cut := &cutDialer{}
-	cc.connCfg.Dialer = &governedNetDialer{g: cc.gov, inner: cut}
+	cc.connCfg.Dialer = &governedNetDialer{g: cc.gov.g, inner: cut}
 	waitConnectedStart(t, cc)
 
 	cut.setCut(true)
@@ -106,9 +106,9 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 	// dials fails (after its flap backoff: it was up less than StableAfter); from then on the
 	// budget applies to the whole process.
 	eventuallyTrue(t, 10*time.Second, func() bool {
-		cc.gov.mu.Lock()
-		defer cc.gov.mu.Unlock()
-		return cc.gov.gate.BudgetApplies()
+		cc.gov.g.mu.Lock()
+		defer cc.gov.g.mu.Unlock()
+		return cc.gov.g.gate.BudgetApplies()
 	}, "ours lost and its dials failing: the budget applies")
 
 	// The application creates a session now (retrying, as it would): its first dial gets the
@@ -129,7 +129,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 	rearmedAt, ok := rearms.firstSince(begin)
 	require.True(t, ok, "gocql's dial that connected re-armed ours")
 	evidenced := rearmedAt.Sub(begin)
-	g := cc.gov.gate.Config()
+	g := cc.gov.g.gate.Config()
 	oneInterval := time.Duration(float64(g.MinInterval)*(1+g.Jitter)) + 800*time.Millisecond
 	t.Logf("FIGURE ours cut off alone: gocql's first connected dial re-armed ours within %s, the session was created after %s; governor %+v",
 		ms(evidenced), ms(took), cc.GovernorStats())

@@ -59,16 +59,17 @@ func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget +
 // lookup or two (the owner's ConnUp and ConnDown walk the hosts); the nil *dialGovernor (no
 // governor configured) does nothing.
 type dialGovernor struct {
-	mu       sync.Mutex // guards gate, sessions
-	gate     *dialgate.DialGate
-	sessions map[context.Context]struct{} // the contexts of driver sessions that have connected
-	now      func() time.Time
+	mu        sync.Mutex // guards gate, sessions, members, upMembers
+	gate      *dialgate.DialGate
+	sessions  map[context.Context]struct{} // the contexts of driver sessions that have connected
+	members   map[*govMember]struct{}      // the ControlConnections governed, not closed
+	upMembers int                          // members whose connection is up
+	now       func() time.Time
 
-	closed   atomic.Bool                                // after Close: the driver's own cadence (AdmitAfterClose)
-	evidence atomic.Pointer[func(addr string)]          // set once the ControlConnection exists
-	counts   [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
-	firstN   atomic.Int64                               // a session's first connection, not governed
-	evidN    atomic.Int64                               // evidence delivered
+	closed atomic.Bool                                // every member closed: the driver's own cadence (AdmitAfterClose)
+	counts [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
+	firstN atomic.Int64                               // a session's first connection, not governed
+	evidN  atomic.Int64                               // evidence delivered
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -79,38 +80,88 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	if now == nil {
 		now = time.Now
 	}
-	return &dialGovernor{gate: gate, now: now, sessions: map[context.Context]struct{}{}}, nil
+	return &dialGovernor{gate: gate, now: now, sessions: map[context.Context]struct{}{}, members: map[*govMember]struct{}{}}, nil
 }
 
-// locked runs f on the gate under the mutex, with the time; the nil governor does nothing.
-func (g *dialGovernor) locked(f func(d *dialgate.DialGate, now time.Time)) {
-	if g == nil {
+// govMember is one ControlConnection's membership of a governor, which several may share
+// (WithSharedDialGovernor): the process's connection to the cluster is up while any member's
+// is, and evidence re-arms every member. The nil *govMember (no governor) does nothing.
+type govMember struct {
+	g        *dialGovernor
+	evidence func(addr string) // the member's sink: must not block
+	up       bool              // guarded by g.mu
+	left     bool              // closed; guarded by g.mu
+}
+
+// join makes a new member of g with the given evidence sink (nil: none); a governor whose
+// members had all closed governs again.
+func (g *dialGovernor) join(evidence func(addr string)) *govMember {
+	m := &govMember{g: g, evidence: evidence}
+	g.mu.Lock()
+	g.members[m] = struct{}{}
+	g.closed.Store(false)
+	g.mu.Unlock()
+	return m
+}
+
+// locked runs f on the gate under the mutex, with the time; the nil member does nothing.
+func (m *govMember) locked(f func(d *dialgate.DialGate, now time.Time)) {
+	if m == nil {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f(g.gate, g.now())
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	f(m.g.gate, m.g.now())
 }
 
-// Connected tells the governor our connection is up and sees the hosts at seenUp ("ip:port",
-// as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock.
-func (g *dialGovernor) Connected(seenUp []string) {
-	g.locked(func(d *dialgate.DialGate, now time.Time) {
+// Connected tells the governor m's connection is up and sees the hosts at seenUp ("ip:port",
+// as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock, unless another
+// member's connection was up already (the gate's connection is up then).
+func (m *govMember) Connected(seenUp []string) {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
 		for _, addr := range seenUp {
 			if ap, ok := parseAddrPort(addr); ok {
 				d.SeenUp(ap)
 			}
 		}
-		d.ConnUp(now)
+		if !m.up {
+			m.up = true
+			m.g.upMembers++
+		}
+		if m.g.upMembers == 1 {
+			d.ConnUp(now)
+		}
 	})
 }
 
-// ConnDown tells the governor our connection is down: the client-wide budget applies.
-func (g *dialGovernor) ConnDown() { g.locked((*dialgate.DialGate).ConnDown) }
+// down records that m's connection is down (g.mu held) and reports whether it was the last
+// one up: the gate's connection is down then.
+func (m *govMember) down() bool {
+	if !m.up {
+		return m.g.upMembers == 0
+	}
+	m.up = false
+	m.g.upMembers--
+	return m.g.upMembers == 0
+}
 
-// Lost tells the governor our connection to addr ("ip:port") was lost (DialGate.Lost).
-func (g *dialGovernor) Lost(addr string) {
-	g.locked(func(d *dialgate.DialGate, now time.Time) {
+// ConnDown tells the governor m's connection is down: once no member's is up, the client-wide
+// budget applies.
+func (m *govMember) ConnDown() {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
+		if m.down() {
+			d.ConnDown(now)
+		}
+	})
+}
+
+// Lost tells the governor m's connection to addr ("ip:port") was lost (DialGate.Lost, once no
+// member's connection is up; while another's is, that one hears of addr from the cluster).
+func (m *govMember) Lost(addr string) {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
+		if !m.down() {
+			return
+		}
 		if ap, ok := parseAddrPort(addr); ok {
 			d.Lost(now, ap)
 		} else {
@@ -120,32 +171,47 @@ func (g *dialGovernor) Lost(addr string) {
 }
 
 // HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
-func (g *dialGovernor) HostUp(addr string) {
+func (m *govMember) HostUp(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		g.locked(func(d *dialgate.DialGate, _ time.Time) { d.HostUp(ap) })
+		m.locked(func(d *dialgate.DialGate, _ time.Time) { d.HostUp(ap) })
 	}
 }
 
 // HostDown tells the governor that the host at addr ("ip:port", as dialled) is down.
-func (g *dialGovernor) HostDown(addr string) {
+func (m *govMember) HostDown(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		g.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
+		m.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
 	}
 }
 
-// Close ends governing: nothing tells the governor about our connection any more, so every
-// later dial is decided by DialGate.AdmitAfterClose, at the driver's own reconnect interval as
-// its user configured it.
-func (g *dialGovernor) Close() {
-	if g != nil {
-		g.closed.Store(true)
-	}
+// Close ends m's membership. When the last member closes, nothing tells the governor about
+// the process's connection any more, so every later dial is decided by
+// DialGate.AdmitAfterClose, at the driver's own reconnect interval as its user configured it.
+func (m *govMember) Close() {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
+		if m.left {
+			return
+		}
+		m.left = true
+		wasUp := m.up
+		if m.down() && wasUp && len(m.g.members) > 1 {
+			d.ConnDown(now) // the members left are all down
+		}
+		delete(m.g.members, m)
+		if len(m.g.members) == 0 {
+			m.g.closed.Store(true)
+		}
+	})
 }
 
-// onEvidence sets the sink of dial evidence: called outside the lock, on the dialling
-// goroutine (so it must not block), with the "ip:port" of a host that accepted a gocql dial
-// while our connection was down.
-func (g *dialGovernor) onEvidence(f func(addr string)) { g.evidence.Store(&f) }
+// Stats returns the governor's counters (every member's dials with a shared governor); zero
+// for the nil member.
+func (m *govMember) Stats() GovernorStats {
+	if m == nil {
+		return GovernorStats{}
+	}
+	return m.g.Stats()
+}
 
 // Stats returns the counters.
 func (g *dialGovernor) Stats() GovernorStats {
@@ -222,6 +288,7 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 	failed := err != nil && ctx.Err() == nil
 	g.mu.Lock()
 	var evidence, joined bool
+	var sinks []func(string)
 	if first && err == nil {
 		if _, ok := g.sessions[ctx]; !ok {
 			g.sessions[ctx], joined = struct{}{}, true
@@ -233,7 +300,13 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 	case own:
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
 	default:
-		evidence = g.gate.Done(g.now(), addr, err == nil, failed)
+		if evidence = g.gate.Done(g.now(), addr, err == nil, failed); evidence {
+			for m := range g.members {
+				if m.evidence != nil {
+					sinks = append(sinks, m.evidence)
+				}
+			}
+		}
 	}
 	g.mu.Unlock()
 	if joined {
@@ -243,12 +316,12 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 			g.mu.Unlock()
 		})
 	}
-	if !evidence || own || g.closed.Load() {
+	if !evidence || own {
 		return
 	}
 	g.evidN.Add(1)
-	if f := g.evidence.Load(); f != nil {
-		(*f)(addr.String())
+	for _, f := range sinks {
+		f(addr.String())
 	}
 }
 
