@@ -142,10 +142,11 @@ type ControlConnection struct {
 	planner   *plan.Planner
 	store     *metadata.Store
 	resolver  Resolver
-	reconnObs reconnect.Observer // the Recovery's observer (ReconnectNow reports to it too)
-	queue     *hostevents.Queue  // nil: no host events
-	ownQueue  bool               // created by New: closed by Close
-	gov       *govMember         // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
+	reconnObs reconnect.Observer     // the Recovery's observer (ReconnectNow reports to it too)
+	queue     *hostevents.Queue      // nil: no host events
+	ownQueue  bool                   // created by New: closed by Close
+	gov       *govMember             // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
+	hostInfos *cqlconn.HostInfoCache // New's cache of gocql's HostInfos; nil otherwise
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
 	lastLoss  atomic.Pointer[lossInfo]        // written by run

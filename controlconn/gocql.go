@@ -71,6 +71,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
 		cfg.ConnectObserver = cache
 		cc.connCfg = cqlconn.WithHostInfos(cc.connCfg, cache)
+		cc.hostInfos = cache
 	}, true, opts...)
 	if err != nil || gov == nil {
 		return cc, err

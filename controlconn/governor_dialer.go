@@ -88,9 +88,10 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 // is, and evidence re-arms every member. The nil *govMember (no governor) does nothing.
 type govMember struct {
 	g        *dialGovernor
-	evidence func(addr string) // the member's sink: must not block
-	up       bool              // guarded by g.mu
-	left     bool              // closed; guarded by g.mu
+	evidence func(addr string)           // the member's sink: must not block
+	up       bool                        // guarded by g.mu
+	left     bool                        // closed; guarded by g.mu
+	known    map[netip.AddrPort]struct{} // the hosts of the member's latest metadata (Known); guarded by g.mu
 }
 
 // join makes a new member of g with the given evidence sink (nil: none); a governor whose
@@ -182,6 +183,32 @@ func (m *govMember) HostDown(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
 		m.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
 	}
+}
+
+// Known tells the governor the addresses ("ip:port", as dialled) of the hosts in m's latest
+// metadata: the gate forgets every host that no member knows (DialGate.Retain). Until a
+// member has read metadata, nothing is forgotten.
+func (m *govMember) Known(addrs []string) {
+	if m == nil {
+		return
+	}
+	known := make(map[netip.AddrPort]struct{}, len(addrs))
+	for _, a := range addrs {
+		if ap, ok := parseAddrPort(a); ok {
+			known[ap] = struct{}{}
+		}
+	}
+	m.locked(func(d *dialgate.DialGate, _ time.Time) {
+		m.known = known
+		d.Retain(func(addr netip.AddrPort) bool {
+			for o := range m.g.members {
+				if _, ok := o.known[addr]; ok || o.known == nil {
+					return true
+				}
+			}
+			return false
+		})
+	})
 }
 
 // Close ends m's membership. When the last member closes, nothing tells the governor about

@@ -359,6 +359,21 @@ func (d *DialGate) NextReal() time.Time {
 	return d.nextReal
 }
 
+// Retain forgets every host keep rejects: hosts removed from the cluster, and addresses a
+// host no longer has (pods come back with new IPs), so that the table does not grow with
+// address churn, nor stretch the budget's rotation (hostBackoff counts the hosts). A host
+// dialled again later starts afresh.
+func (d *DialGate) Retain(keep func(netip.AddrPort) bool) {
+	for addr := range d.hosts {
+		if !keep(addr) {
+			delete(d.hosts, addr)
+		}
+	}
+}
+
+// Hosts returns the number of hosts the gate has a record of.
+func (d *DialGate) Hosts() int { return len(d.hosts) }
+
 // host returns addr's record, creating it.
 func (d *DialGate) host(addr netip.AddrPort) *gateHost {
 	h := d.hosts[addr]

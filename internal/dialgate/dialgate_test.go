@@ -463,3 +463,17 @@ func TestDialGateAfterClose(t *testing.T) {
 
 	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(62*time.Second), hostB, 0), "no interval: every dial passes")
 }
+
+// Retain forgets the hosts the caller no longer knows; the budget's rotation counts only the
+// hosts kept (a known-down host's backoff while ours is down is at most hosts × interval).
+func TestDialGateRetain(t *testing.T) {
+	gate := newGate(t)
+	for _, h := range []netip.AddrPort{hostA, hostB, hostC} {
+		_, _ = dial(gate, t0, h, false)
+	}
+	require.Equal(t, 3, gate.Hosts())
+	gate.Retain(func(addr netip.AddrPort) bool { return addr == hostA })
+	assert.Equal(t, 1, gate.Hosts())
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "forgotten: a host dialled again starts afresh")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA), "kept: its backoff with it")
+}
