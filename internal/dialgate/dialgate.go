@@ -224,14 +224,28 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 }
 
 // AdmitOwn decides a dial of our own connection. While it is up, ours dials only to probe
-// hosts after a reconnection, at most once per host, to learn the states it missed: those
-// pass, whatever the gate believes, so they can correct it. While it is down, ours is one
-// more client of the budget (Admit).
+// hosts after a reconnection, at most once per host, to learn the states it missed. A probe
+// is a dial like gocql's and counts as one: a host not known down passes; a known-down host
+// is probed only when its slot is due, and the probe takes the slot; a host to verify (its
+// DOWN was announced before this connection, or this connection replaced one lost from it)
+// is probed at once, without moving gocql's slot, since whether it is back is what nothing
+// else tells. A probe refused sends nothing and gives no verdict. While our connection is
+// down, ours is one more client of the budget (Admit).
 func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
-	if d.connUp {
-		return VerdictPass
+	if !d.connUp {
+		return d.Admit(now, addr)
 	}
-	return d.Admit(now, addr)
+	h := d.hosts[addr]
+	switch {
+	case h == nil || !h.down:
+		return VerdictPass
+	case h.verify:
+		return VerdictHostSlot
+	case now.Before(h.next):
+		return VerdictHostBackoff
+	}
+	h.next = now.Add(d.hostBackoff(now, h))
+	return VerdictHostSlot
 }
 
 // AdmitAfterClose decides a dial after our ControlConnection is closed, in place of Admit:

@@ -300,9 +300,34 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	v, _ = dial(gate, back.Add(time.Second), hostA, false)
 	assert.Equal(t, VerdictHostSlot, v, "one dial HostBackoff after adoption: it may be back")
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA), "that failed: MaxInterval to the next")
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, hostA), "our probe passes")
-	gate.Done(back, hostA, true, false)
-	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(2*time.Second), hostA), "a probe is a dial: not within the host's backoff")
+	gate.Done(back.Add(2*time.Second), hostA, true, false) // gocql's pool connected (an UP)
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "connected: open for gocql")
+}
+
+// Probes count (issue 18, defect 6): after a reconnection ours probes every other host within
+// a second; a probe goes through the gate as a dial: a host not known down passes, a host to
+// verify (lost from, or announced DOWN before the adoption) is probed at once without moving
+// gocql's slot, and a host known down is probed only when its slot is due, taking it. Checked
+// to fail while AdmitOwn passed every dial of ours while it was up.
+func TestDialGateProbesAreDials(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	gate.HostDown(t0, hostB)
+	v, _ := dial(gate, t0, hostC, false) // the presumption ends; hostC known down by a failed dial
+	require.Equal(t, VerdictPass, v)
+	back := at(3 * time.Second)
+	gate.ConnUp(back)
+	gate.HostDown(back, hostC) // announced DOWN on the new connection: MaxInterval to its slot
+
+	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back, hostA), "the host ours was lost from: verified at once")
+	gate.DoneOwn(back, hostA, false, true)
+	assert.Equal(t, VerdictHostSlot, gate.Admit(back.Add(time.Second), hostA), "gocql's slot did not move: HostBackoff after adoption")
+	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back, hostB), "announced down before the adoption: verified at once")
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(500*time.Millisecond), hostC), "announced down now: no probe until its slot")
+	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back.Add(30*time.Second), hostC), "its slot: the probe takes it")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostC), "and gocql waits for the next")
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, netip.MustParseAddrPort("127.0.0.9:9042")), "not known down: passes")
 }
 
 // Ours cut off alone: the host it was lost from waits HostBackoff (gocql redials it at once
