@@ -199,8 +199,9 @@ func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 // A governed dial that connects while our connection is down and the cluster unreachable as
 // far as we know is evidence, and it proves the cluster reachable: that host and every host
 // not known down pass from then on (none is starved), and their dials that connect are no
-// further evidence; hosts known down stay on the budget. Checked to fail while only the
-// connected host passed (a new gocql session then waited for the budget host by host).
+// further evidence; hosts known down get their dials on their own backoff, no longer on the
+// budget (issue 18). Checked to fail while only the connected host passed (a new gocql session
+// then waited for the budget host by host).
 func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	gate := newGate(t)
 	gate.ConnDown(t0)
@@ -219,7 +220,8 @@ func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	v, ev = dial(gate, at(1100*time.Millisecond), hostC, true)
 	assert.Equal(t, VerdictPass, v, "reachable: a host not known down passes")
 	assert.False(t, ev, "known reachable: another host that connects is no news")
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down stays on the budget")
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down: its own backoff decides")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1100*time.Millisecond), hostA), "one per backoff")
 
 	// Our connection comes back and goes down again: the earlier evidence is stale.
 	gate.ConnUp(at(2 * time.Second))
@@ -501,4 +503,22 @@ func TestDialGateRetain(t *testing.T) {
 	assert.Equal(t, 1, gate.Hosts())
 	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "forgotten: a host dialled again starts afresh")
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA), "kept: its backoff with it")
+}
+
+// Once a dial proves the cluster reachable while ours is down (issue 18, defect 4), a
+// known-down host is dialled on its own backoff, not on the budget: a partial return does not
+// wait for the budget's rotation to reach the hosts that are back. Checked to fail while
+// known-down hosts stayed on the budget (no_budget at 1 s).
+func TestDialGateProvenReachableKnownDownOnOwnBackoff(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	v, _ := dial(gate, t0, hostC, false) // the presumption ends; hostC down, its next dial at 1 s
+	require.Equal(t, VerdictPass, v)
+	require.True(t, gate.BudgetApplies())
+	v, evidence := dial(gate, at(900*time.Millisecond), hostB, true)
+	require.Equal(t, VerdictBudget, v)
+	require.True(t, evidence, "hostB accepted: the cluster is proven reachable")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostC))
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(time.Second), hostC), "its own backoff is due: a slot, not the budget")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC), "one per backoff")
 }
