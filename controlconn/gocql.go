@@ -37,9 +37,10 @@ import (
 // WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
 // cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
 // gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
-// a contact point given as a DNS name). With WithDialGovernor it also sets cfg.HostDialer to
-// the governed dialer (see Governor) and, if cfg.ReconnectInterval is gocql's default (60 s),
-// sets it to GovernedReconnectInterval.
+// a contact point given as a DNS name). With WithDialGovernor (or WithSharedDialGovernor) it
+// also sets cfg.HostDialer to the governed dialer (see Governor), wraps cfg.ConvictionPolicy so
+// that a refused dial never convicts a host and, if cfg.ReconnectInterval is gocql's default
+// (60 s), sets it to GovernedReconnectInterval.
 //
 // A session created from cfg before New never reports to the ControlConnection, whose recovery
 // then follows the blind schedule only: when the first connection is up and no session has

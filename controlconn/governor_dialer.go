@@ -32,9 +32,10 @@ func WithDialGovernor(g Governor) Option {
 // GovernedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
 // the config has gocql's default, 60 s (a user who wants exactly 60 s sets 60 s + 1 ns).
 // gocql refills the pool of a host it marked down only on an UP event its own control
-// connection receives or on this tick; with the governor, a 1 s tick costs no storm (a
-// known-down host still gets one real dial per backoff) and a host's pool comes back within
-// about a second of the governor opening it.
+// connection receives or on this tick; with the governor, a 250 ms tick costs no storm (a
+// known-down host still gets one real dial per backoff; a refusal sends nothing) and a host's
+// pool comes back within about a quarter of a second of the governor opening it. After Close
+// the governor holds a down host to one real dial per the interval the user configured.
 const GovernedReconnectInterval = 250 * time.Millisecond
 
 // gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
