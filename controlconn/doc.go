@@ -71,6 +71,7 @@
 //	ErrorClass: Permanent String
 //	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
+//	GovernorObserver: GovernorDecided GovernorInterval
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
 //		SessionFirst
 //	IsServerError MinRefreshInterval New NewDialGovernor NewWithConfig NewWithListener

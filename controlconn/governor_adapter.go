@@ -45,7 +45,7 @@ func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate
 // reads cc.gov), and a driver's dial that connects while cc is down re-arms cc. Called before
 // Start.
 func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
-	cc.gov = g.join(cc.dialEvidence)
+	cc.gov = g.join(cc.dialEvidence, governorObserver(cc.obs))
 }
 
 // driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never

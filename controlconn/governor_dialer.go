@@ -71,6 +71,9 @@ type dialGovernor struct {
 	counts [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
 	firstN atomic.Int64                               // a session's first connection, not governed
 	evidN  atomic.Int64                               // evidence delivered
+
+	observers atomic.Pointer[[]GovernorObserver] // the members' observers (copy on write, under mu)
+	interval  atomic.Int64                       // the budget's interval last reported to them
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -90,6 +93,7 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 type govMember struct {
 	g        *dialGovernor
 	evidence func(addr string)           // the member's sink: must not block
+	obs      GovernorObserver            // the member's observer; nil: none
 	up       bool                        // guarded by g.mu
 	left     bool                        // closed; guarded by g.mu
 	known    map[netip.AddrPort]struct{} // the hosts of the member's latest metadata (Known); guarded by g.mu
@@ -97,10 +101,11 @@ type govMember struct {
 
 // join makes a new member of g with the given evidence sink (nil: none); a governor whose
 // members had all closed governs again.
-func (g *dialGovernor) join(evidence func(addr string)) *govMember {
-	m := &govMember{g: g, evidence: evidence}
+func (g *dialGovernor) join(evidence func(addr string), obs GovernorObserver) *govMember {
+	m := &govMember{g: g, evidence: evidence, obs: obs}
 	g.mu.Lock()
 	g.members[m] = struct{}{}
+	g.republishObservers()
 	g.closed.Store(false)
 	g.mu.Unlock()
 	return m
@@ -134,6 +139,9 @@ func (m *govMember) Connected(seenUp []string) {
 			d.ConnUp(now)
 		}
 	})
+	if m != nil {
+		m.g.observeInterval(0)
+	}
 }
 
 // down records that m's connection is down (g.mu held) and reports whether it was the last
@@ -226,6 +234,7 @@ func (m *govMember) Close() {
 			d.ConnDown(now) // the members left are all down
 		}
 		delete(m.g.members, m)
+		m.g.republishObservers()
 		if len(m.g.members) == 0 {
 			m.g.closed.Store(true)
 		}
@@ -261,20 +270,25 @@ func (g *dialGovernor) Stats() GovernorStats {
 func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool, userInterval time.Duration) (first bool, err error) {
 	g.mu.Lock()
 	var v dialgate.Verdict
+	now := g.now()
 	switch {
 	case !own && g.sessionStarting(ctx):
 		g.mu.Unlock()
 		g.firstN.Add(1)
+		g.observe(governorSessionFirst)
 		return true, nil
 	case g.closed.Load():
-		v = g.gate.AdmitAfterClose(g.now(), addr, userInterval)
+		v = g.gate.AdmitAfterClose(now, addr, userInterval)
 	case own:
-		v = g.gate.AdmitOwn(g.now(), addr)
+		v = g.gate.AdmitOwn(now, addr)
 	default:
-		v = g.gate.Admit(g.now(), addr)
+		v = g.gate.Admit(now, addr)
 	}
+	iv := g.budgetInterval(now)
 	g.mu.Unlock()
 	g.counts[v].Add(1)
+	g.observe(v.String())
+	g.observeInterval(iv)
 	if !v.Allowed() {
 		return false, refusal(addr, v)
 	}
@@ -348,6 +362,7 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 		return
 	}
 	g.evidN.Add(1)
+	g.observe(governorEvidence)
 	for _, f := range sinks {
 		f(addr.String())
 	}

@@ -64,7 +64,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 		case evidence <- struct{}{}:
 		default:
 		}
-	})
+	}, nil)
 	gocqlDialer := &governedHostDialer{g: gov, inner: net}
 	ourDialer := &governedHostDialer{g: gov, inner: net, own: true}
 	m.Lost("127.0.0.1:9042")

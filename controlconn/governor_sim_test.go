@@ -69,7 +69,7 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 			case evidence <- struct{}{}:
 			default:
 			}
-		})
+		}, nil)
 		gocqlDialer = &governedHostDialer{g: gov, inner: net}
 		ourDialer = &governedHostDialer{g: gov, inner: net, own: true}
 		m.Lost("127.0.0.1:9042") // as the owner does: ours was on the first node

@@ -398,6 +398,10 @@ func (d *DialGate) host(addr netip.AddrPort) *gateHost {
 	return h
 }
 
+// Interval returns the budget's interval between real dials at now (meaningful while
+// BudgetApplies).
+func (d *DialGate) Interval(now time.Time) time.Duration { return d.interval(now) }
+
 // interval is the budget's interval between real dials at now: OutageShare of the outage so
 // far, within [MinInterval, MaxInterval].
 func (d *DialGate) interval(now time.Time) time.Duration {
