@@ -49,8 +49,8 @@ func (g *dialGovernor) observe(verdict string) {
 // observeInterval reports the budget's interval to every member's observer if it changed
 // since the last report. iv is read under g.mu by the caller (budgetInterval).
 func (g *dialGovernor) observeInterval(iv time.Duration) {
-	if g.interval.Swap(int64(iv)) == int64(iv) {
-		return
+	if g.interval.Load() == int64(iv) || g.interval.Swap(int64(iv)) == int64(iv) {
+		return // unchanged: a load, no write, on the hot path
 	}
 	if obs := g.observers.Load(); obs != nil {
 		for _, o := range *obs {

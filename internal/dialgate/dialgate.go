@@ -208,7 +208,8 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 		return VerdictHostBackoff
 	}
 	v := VerdictHostSlot
-	if !d.connUp && !(d.reachable && !d.presumed) { // once a dial proved the cluster reachable, a host's own backoff decides
+	proven := d.reachable && !d.presumed // a dial proved the cluster reachable: a host's own backoff decides
+	if !d.connUp && !proven {
 		if now.Before(d.nextReal) {
 			return VerdictNoBudget
 		}
