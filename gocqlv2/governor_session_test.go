@@ -93,4 +93,3 @@ func TestGovernedV2SessionDuringOutages(t *testing.T) {
 		time.Sleep(time.Second) // gocql's reconnect goroutine ends its pause after a failed fill
 	})
 }
-
