@@ -105,8 +105,8 @@ func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// Refused dials wrap ErrGoverned and never reach the inner dialer; after Close every dial
-// passes untouched; a bad host is left to the inner dialer.
+// Refused dials wrap ErrGoverned and never reach the inner dialer; after Close, with no
+// reconnect interval of the user's, every dial passes; a bad host is left to the inner dialer.
 func TestGovernedHostDialer(t *testing.T) {
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
