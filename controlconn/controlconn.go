@@ -80,7 +80,9 @@ type options struct {
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
 	governor    *Governor          // WithDialGovernor; New, and NewWithListener with gateTaker
+	shared      *DialGovernor      // WithSharedDialGovernor; as governor
 	gateTaker   func(dialgov.Gate) // ccopt.TakeGovernor: a driver adapter takes the governor
+	governed    bool               // the governor is installed on a driver (New, an adapter)
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -111,7 +113,8 @@ func WithHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.qu
 func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
 
 // ErrConflictingOptions is returned by New and NewWithConfig for options that cannot be
-// used together.
+// used together, and by NewWithConfig and NewWithListener for WithDialGovernor, which only a
+// constructor that has the driver's configuration can install.
 var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 
 // withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
@@ -140,10 +143,11 @@ type ControlConnection struct {
 	planner   *plan.Planner
 	store     *metadata.Store
 	resolver  Resolver
-	reconnObs reconnect.Observer // the Recovery's observer (ReconnectNow reports to it too)
-	queue     *hostevents.Queue  // nil: no host events
-	ownQueue  bool               // created by New: closed by Close
-	gov       *dialGovernor      // WithDialGovernor; nil: no governor (its methods do nothing)
+	reconnObs reconnect.Observer     // the Recovery's observer (ReconnectNow reports to it too)
+	queue     *hostevents.Queue      // nil: no host events
+	ownQueue  bool                   // created by New: closed by Close
+	gov       *govMember             // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
+	hostInfos *cqlconn.HostInfoCache // New's cache of gocql's HostInfos; nil otherwise
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
 	lastLoss  atomic.Pointer[lossInfo]        // written by run
@@ -209,6 +213,12 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	}
 	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
 		return nil, fmt.Errorf("%w: WithQueueConfig configures the queue New creates; the queue of WithHostEvents is configured already", ErrConflictingOptions)
+	}
+	if o.governor != nil && o.shared != nil {
+		return nil, fmt.Errorf("%w: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrConflictingOptions)
+	}
+	if (o.governor != nil || o.shared != nil) && !o.governed {
+		return nil, fmt.Errorf("%w: WithDialGovernor governs a driver's dials: use New (gocql v1) or gocqlv2.New, which install it on the driver's config", ErrConflictingOptions)
 	}
 	if o.logger == nil {
 		o.logger = discardLogger

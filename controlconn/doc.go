@@ -64,14 +64,17 @@
 //	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
 //	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout
 //	DialError: Error ErrorClass Errs Unwrap
+//	DialGovernor: Stats
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrClosed ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence ErrInvalidGovernor
 //	ErrLostRace
 //	ErrorClass: Permanent String
 //	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
+//	GovernorObserver: GovernorDecided GovernorInterval
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
-//	IsServerError MinRefreshInterval New NewWithConfig NewWithListener
+//		SessionFirst
+//	IsServerError MinRefreshInterval New NewDialGovernor NewWithConfig NewWithListener
 //	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Option ProtocolMaxFrameSize Resolver
@@ -79,5 +82,5 @@
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
 //		NextAttemptAt Recovery SkippedPeers State Version
 //	WithDialGovernor WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver
-//	WithResolver
+//	WithResolver WithSharedDialGovernor
 package controlconn

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,9 +37,10 @@ import (
 // WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
 // cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
 // gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
-// a contact point given as a DNS name). With WithDialGovernor it also sets cfg.HostDialer to
-// the governed dialer (see Governor) and, if cfg.ReconnectInterval is gocql's default (60 s),
-// sets it to GovernedReconnectInterval.
+// a contact point given as a DNS name). With WithDialGovernor (or WithSharedDialGovernor) it
+// also sets cfg.HostDialer to the governed dialer (see Governor), wraps cfg.ConvictionPolicy so
+// that a refused dial never convicts a host and, if cfg.ReconnectInterval is gocql's default
+// (60 s), sets it to GovernedReconnectInterval.
 //
 // A session created from cfg before New never reports to the ControlConnection, whose recovery
 // then follows the blind schedule only: when the first connection is up and no session has
@@ -54,25 +56,30 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	var gov *dialGovernor
 	var gocqlDialer gocql.HostDialer
-	if o.governor != nil {
-		if gov, err = newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil); err == nil {
-			gocqlDialer, err = installGovernor(gov, cfg, &c)
-		}
-		if err != nil {
+	if gov, err = o.dialGovernor(c.Cadence.WithDefaults().DelayCap); err != nil {
+		return nil, err
+	}
+	if gov != nil {
+		if gocqlDialer, err = installGovernor(gov, cfg, &c); err != nil {
 			return nil, err
 		}
+	}
+	if gov != nil {
+		opts = append(slices.Clip(opts), governed())
 	}
 	cc, err := newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
 		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
 		cfg.ConnectObserver = cache
 		cc.connCfg = cqlconn.WithHostInfos(cc.connCfg, cache)
+		cc.hostInfos = cache
 	}, true, opts...)
 	if err != nil || gov == nil {
 		return cc, err
 	}
 	cc.attachGovernor(gov)
 	cfg.HostDialer = gocqlDialer
+	governConviction(cfg)
 	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
 		cfg.ReconnectInterval = GovernedReconnectInterval
 	}
@@ -88,19 +95,23 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 // Unlike New it cannot tell whether a session was created after it (the order warning of New),
 // since only the driver's listener knows.
 //
-// It ignores WithDialGovernor: the driver's dials are not its to govern. The gocqlv2 module's
-// New, a driver adapter of this module, gets the governor through an internal option.
+// With WithDialGovernor it returns ErrConflictingOptions: the driver's dials are not its to
+// govern. The gocqlv2 module's New, a driver adapter of this module, gets the governor through
+// an internal option.
 func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
 	gov, take, err := adapterGovernor(&c, opts)
 	if err != nil {
 		return nil, err
+	}
+	if gov != nil {
+		opts = append(slices.Clip(opts), governed())
 	}
 	cc, err := newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
 	if err != nil || gov == nil {
 		return cc, err
 	}
 	cc.attachGovernor(gov)
-	take(driverGate{gov})
+	take(&driverGate{g: gov})
 	return cc, nil
 }
 

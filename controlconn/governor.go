@@ -22,15 +22,16 @@ var ErrGoverned = errors.New("controlconn: dial refused by the dial governor (no
 // ErrInvalidGovernor is wrapped by every Governor validation error.
 var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 
-// Governor configures the dial governor that WithDialGovernor installs on gocql's
-// ClusterConfig. Every dial of the process, gocql's (control connection and pools) and ours,
-// goes through it. The zero value of every field means its default, so Governor{} is the
-// documented default:
+// Governor configures the dial governor that WithDialGovernor (or NewDialGovernor with
+// WithSharedDialGovernor) installs on gocql's ClusterConfig. Every dial of the process,
+// gocql's (control connection and pools) and ours, goes through it. The zero value of every
+// field means its default, so Governor{} is the documented default:
 //
 //	MinInterval  1 s    the client-wide budget's interval between real dials early in an outage
 //	OutageShare  1/36   the interval grows to this share of the outage's length so far, so
 //	                    being late costs ~3 % of the outage (a 1.67 s interval after 60 s),
-//	                    and a 1 h outage at most ~250 real dials per client
+//	                    and a 1 h outage costs ~250 real dials per process (246 measured in
+//	                    virtual time, 3 nodes)
 //	MaxInterval  DelayCap of the Cadence (30 s by default): the interval never exceeds it
 //	Jitter       0.2    ± fraction of each interval, so clients that lost the cluster together
 //	                    do not dial together
@@ -41,17 +42,26 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 // passes untouched; a dial to a host known down is real at most once per that host's backoff:
 // HostBackoff doubling per failed dial, or MaxInterval for a host our connection saw announced
 // DOWN or was lost from (its UP announcement, or our probe after a reconnection, opens it at
-// once; the slots only cover a missed announcement). When our connection is lost, the cluster
-// is presumed reachable until a dial to another host fails (hosts not known down pass; the
-// host it was lost from waits HostBackoff; a dial that connects meanwhile is no evidence, as
-// our recovery is dialling already). While our connection is down and the cluster unreachable as far
-// as we know, a real dial also needs the client-wide budget: the first at
-// once, the next one interval later; and a known-down host's backoff is at most (number of
-// hosts) × interval, so the budget rotates over the hosts. The first dial that connects
-// during the outage is evidence that re-arms our connection, and it proves the cluster
-// reachable: from then on until our connection is back, that host and every host not known
-// down pass at once (a host that accepts connections is never starved); known-down hosts
-// stay on the budget. Refused dials fail at once with an error wrapping ErrGoverned.
+// once; the slots only cover a missed announcement). Our probes are dials like gocql's: a
+// known-down host is probed only when its slot is due (the host to verify after a
+// reconnection, at once). When our connection is lost, the cluster is presumed reachable until
+// a dial to another host fails (hosts not known down pass; the host it was lost from waits
+// HostBackoff; a dial that connects meanwhile is no evidence, as our recovery is dialling
+// already). While our connection is down and the cluster unreachable as far as we know, a real
+// dial also needs the client-wide budget: the first at once, the next one interval later; and
+// a known-down host's backoff is at most (number of hosts) × interval, so the budget rotates
+// over the hosts. The first dial that connects during the outage is evidence that re-arms our
+// connection, and it proves the cluster reachable: from then on until our connection is back,
+// every host not known down passes at once (a host that accepts connections is never
+// starved), and a known-down host gets its real dials on its own backoff. Refused dials fail at
+// once with an error wrapping ErrGoverned, send nothing, and never count as a failure in
+// gocql's ConvictionPolicy (New wraps the one configured). A gocql session's dials are not
+// governed until one of them has connected, so that CreateSession succeeds whenever gocql
+// alone would: its first connection never waits for the budget. After Close (of every
+// ControlConnection sharing the governor) a host whose last real dial failed gets one real
+// dial per gocql's ReconnectInterval as the user configured it (New shortens gocql's default),
+// every other dial passes. The hosts the governor keeps a record of are those of the latest
+// metadata: removed hosts and old addresses are forgotten.
 type Governor struct {
 	MinInterval time.Duration
 	OutageShare float64
@@ -110,4 +120,59 @@ func (g Governor) Validate() error {
 		bad("HostBackoff must be positive (or zero for the default 1s), got %v", g.HostBackoff)
 	}
 	return errors.Join(errs...)
+}
+
+// DialGovernor is a dial governor that several ControlConnections of one process share
+// (WithSharedDialGovernor), so that the process, not each ControlConnection, has one budget:
+// for example two gocql.ClusterConfigs for one cluster, one per keyspace or consistency. Its
+// connection to the cluster counts as up while any of theirs is, and a dial that connects while
+// all are down re-arms each of them.
+type DialGovernor struct{ g *dialGovernor }
+
+// NewDialGovernor returns a governor configured by g (Governor{} is the default; a zero
+// MaxInterval is the default Cadence's DelayCap, 30 s) for WithSharedDialGovernor.
+func NewDialGovernor(g Governor) (*DialGovernor, error) {
+	gov, err := newDialGovernor(g, 0, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &DialGovernor{g: gov}, nil
+}
+
+// Stats returns the counters of every dial the governor decided on, for every ControlConnection
+// and session that shares it.
+func (d *DialGovernor) Stats() GovernorStats { return d.g.Stats() }
+
+// WithSharedDialGovernor is WithDialGovernor with a governor shared by every ControlConnection
+// built with it (see DialGovernor): New (and gocqlv2.New) install it on their driver config as
+// WithDialGovernor does, each with the config's own dialer and reconnect interval. With
+// WithDialGovernor, or with a nil governor, it is ErrConflictingOptions.
+//
+// What is governed: the dials of this ControlConnection, and of every session created from the
+// config passed to New after New returns (New sets its HostDialer). What is not: a session
+// created from that config before New, or from a copy of the config made before New (gocql
+// copies ClusterConfig by value: the copy keeps the dialer it had), and any dial that does not
+// go through gocql's HostDialer.
+func WithSharedDialGovernor(g *DialGovernor) Option {
+	if g == nil {
+		g = &DialGovernor{} // refused by the constructor
+	}
+	return func(o *options) { o.shared = g }
+}
+
+// dialGovernor returns the governor the options ask for: WithSharedDialGovernor's, a new one
+// for WithDialGovernor, or nil for neither.
+func (o *options) dialGovernor(delayCap time.Duration) (*dialGovernor, error) {
+	switch {
+	case o.governor != nil && o.shared != nil:
+		return nil, fmt.Errorf("%w: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrConflictingOptions)
+	case o.shared != nil:
+		if o.shared.g == nil {
+			return nil, fmt.Errorf("%w: WithSharedDialGovernor needs a governor made by NewDialGovernor", ErrConflictingOptions)
+		}
+		return o.shared.g, nil
+	case o.governor != nil:
+		return newDialGovernor(*o.governor, delayCap, o.rand, nil)
+	}
+	return nil, nil
 }

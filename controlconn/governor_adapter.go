@@ -3,6 +3,7 @@ package controlconn
 import (
 	"context"
 	"net/netip"
+	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 )
@@ -17,6 +18,10 @@ func takeGovernor(take func(dialgov.Gate)) Option {
 	return func(o *options) { o.gateTaker = take }
 }
 
+// governed marks the options of a constructor that installed the governor on a driver, so
+// that NewWithConfig accepts WithDialGovernor.
+func governed() Option { return func(o *options) { o.governed = true } }
+
 // adapterGovernor builds the governor NewWithListener installs when opts carry both
 // WithDialGovernor and ccopt.TakeGovernor, and governs c's own dials with it; without both it
 // returns nil and changes nothing.
@@ -25,11 +30,11 @@ func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.governor == nil || o.gateTaker == nil {
+	if o.gateTaker == nil {
 		return nil, nil, nil
 	}
-	g, err := newDialGovernor(*o.governor, c.Cadence.WithDefaults().DelayCap, o.rand, nil)
-	if err != nil {
+	g, err := o.dialGovernor(c.Cadence.WithDefaults().DelayCap)
+	if g == nil || err != nil {
 		return nil, nil, err
 	}
 	governOwnDials(g, c)
@@ -40,18 +45,22 @@ func adapterGovernor(c *Config, opts []Option) (*dialGovernor, func(dialgov.Gate
 // reads cc.gov), and a driver's dial that connects while cc is down re-arms cc. Called before
 // Start.
 func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
-	cc.gov = g
-	g.onEvidence(cc.dialEvidence)
+	cc.gov = g.join(cc.dialEvidence, governorObserver(cc.obs))
 }
 
 // driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never
 // ours, so one that connects while ours is down is evidence.
-type driverGate struct{ g *dialGovernor }
+type driverGate struct {
+	g        *dialGovernor
+	interval time.Duration // the driver's reconnect interval as its user configured it
+}
 
-var _ dialgov.Gate = driverGate{}
+var _ dialgov.Gate = (*driverGate)(nil)
 
-func (d driverGate) Off() bool                       { return d.g.off.Load() }
-func (d driverGate) Admit(addr netip.AddrPort) error { return d.g.admit(addr, false) }
-func (d driverGate) Done(ctx context.Context, addr netip.AddrPort, err error) {
-	d.g.done(ctx, addr, err, false)
+func (d *driverGate) SetReconnectInterval(i time.Duration) { d.interval = i }
+func (d *driverGate) Admit(ctx context.Context, addr netip.AddrPort) (bool, error) {
+	return d.g.admit(ctx, addr, false, d.interval)
+}
+func (d *driverGate) Done(ctx context.Context, addr netip.AddrPort, first bool, err error) {
+	d.g.done(ctx, addr, err, false, first, d.interval)
 }

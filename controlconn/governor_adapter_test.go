@@ -8,6 +8,7 @@ import (
 	"context"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
@@ -20,13 +21,11 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 	installed := 0
 	install := func(*hostevents.Queue) { installed++ }
 
-	// Without the adapter's option, NewWithListener ignores WithDialGovernor.
-	cc, err := NewWithListener(c, install, WithDialGovernor(Governor{}))
-	require.NoError(t, err)
-	defer func() { assert.NoError(t, cc.Close()) }()
-	assert.Nil(t, cc.gov)
-	_, governed := cc.connCfg.Dialer.(*governedNetDialer)
-	assert.False(t, governed, "ours is not governed either")
+	// Without the adapter's option, NewWithListener cannot install WithDialGovernor: an
+	// error, not a governor silently dropped (issue 18, defect 8).
+	_, err := NewWithListener(c, install, WithDialGovernor(Governor{}))
+	assert.ErrorIs(t, err, ErrConflictingOptions)
+	assert.Zero(t, installed, "nothing installed")
 
 	// Without WithDialGovernor, the adapter gets nothing.
 	var gates []dialgov.Gate
@@ -51,14 +50,16 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	require.Len(t, gates, 1)
 	require.NotNil(t, cc3.gov)
-	assert.Same(t, cc3.gov, gates[0].(driverGate).g, "one budget for the process")
-	assert.Same(t, cc3.gov, cc3.connCfg.Dialer.(*governedNetDialer).g, "ours is governed too")
+	assert.Same(t, cc3.gov.g, gates[0].(*driverGate).g, "one budget for the process")
+	assert.Same(t, cc3.gov.g, cc3.connCfg.Dialer.(*governedNetDialer).g, "ours is governed too")
 
 	gate := gates[0]
 	addr := netip.MustParseAddrPort("127.0.0.5:9042")
 	cc3.gov.ConnDown()
-	require.NoError(t, gate.Admit(addr), "the budget's first dial of the outage")
-	gate.Done(context.Background(), addr, nil)
+	first, err := gate.Admit(context.Background(), addr)
+	require.NoError(t, err, "the budget's first dial of the outage")
+	assert.False(t, first)
+	gate.Done(context.Background(), addr, false, nil)
 	select {
 	case got := <-cc3.dialed:
 		assert.Equal(t, addr.String(), got)
@@ -67,10 +68,21 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 	}
 	other := netip.MustParseAddrPort("127.0.0.6:9042")
 	cc3.gov.ConnDown()
-	gate.Done(context.Background(), other, errRefusedSim) // a failed dial: other is known down
-	assert.ErrorIs(t, gate.Admit(other), ErrGoverned)
+	gate.Done(context.Background(), other, false, errRefusedSim) // a failed dial: other is known down
+	_, err = gate.Admit(context.Background(), other)
+	assert.ErrorIs(t, err, ErrGoverned)
 	assert.EqualValues(t, 1, cc3.GovernorStats().Evidence)
-	assert.False(t, gate.Off())
+
+	// Closed, with the driver's interval as its user configured it: a down host gets one
+	// real dial per that interval, a host that is not down passes.
+	gate.SetReconnectInterval(time.Minute)
 	require.NoError(t, cc3.Close())
-	assert.True(t, gate.Off(), "closed: the adapter dials untouched")
+	third := netip.MustParseAddrPort("127.0.0.7:9042")
+	_, err = gate.Admit(context.Background(), third)
+	require.NoError(t, err, "closed: a host not down passes")
+	gate.Done(context.Background(), third, false, errRefusedSim)
+	_, err = gate.Admit(context.Background(), third)
+	assert.ErrorIs(t, err, ErrGoverned, "closed: one real dial per the user's interval")
+	_, err = gate.Admit(context.Background(), addr)
+	assert.NoError(t, err, "closed: a host not down passes")
 }

@@ -3,6 +3,7 @@ package controlconn
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -23,7 +24,7 @@ import (
 // with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
 // config afterwards, and this ControlConnection's own dials, share one budget. gocqlv2.New (the
 // gocqlv2 module) does the same for gocql v2, with v2's semantics. NewWithConfig and
-// NewWithListener ignore it (they have no driver config to govern).
+// NewWithListener have no driver config to govern: they return ErrConflictingOptions.
 func WithDialGovernor(g Governor) Option {
 	return func(o *options) { o.governor = &g }
 }
@@ -31,9 +32,10 @@ func WithDialGovernor(g Governor) Option {
 // GovernedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
 // the config has gocql's default, 60 s (a user who wants exactly 60 s sets 60 s + 1 ns).
 // gocql refills the pool of a host it marked down only on an UP event its own control
-// connection receives or on this tick; with the governor, a 1 s tick costs no storm (a
-// known-down host still gets one real dial per backoff) and a host's pool comes back within
-// about a second of the governor opening it.
+// connection receives or on this tick; with the governor, a 250 ms tick costs no storm (a
+// known-down host still gets one real dial per backoff; a refusal sends nothing) and a host's
+// pool comes back within about a quarter of a second of the governor opening it. After Close
+// the governor holds a down host to one real dial per the interval the user configured.
 const GovernedReconnectInterval = 250 * time.Millisecond
 
 // gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
@@ -47,24 +49,31 @@ type GovernorStats struct {
 	RefusedBackoff int64 // refused: known-down host within its backoff
 	RefusedBudget  int64 // refused: our connection down and no budget
 	Evidence       int64 // governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew
+	SessionFirst   int64 // not governed: dials of a driver session none of whose dials had connected yet (CreateSession)
 }
 
 // Real is the number of dials that reached the network.
-func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget }
+func (s GovernorStats) Real() int64 { return s.Passed + s.HostSlots + s.Budget + s.SessionFirst }
 
 // dialGovernor is one client's governor: the DialGate under a mutex, the clock, counters and
 // the evidence sink. Its methods are safe for concurrent use; a dial holds the mutex for a map
 // lookup or two (the owner's ConnUp and ConnDown walk the hosts); the nil *dialGovernor (no
 // governor configured) does nothing.
 type dialGovernor struct {
-	mu   sync.Mutex // guards gate
-	gate *dialgate.DialGate
-	now  func() time.Time
+	mu        sync.Mutex // guards gate, sessions, members, upMembers
+	gate      *dialgate.DialGate
+	sessions  map[context.Context]struct{} // the contexts of driver sessions that have connected
+	members   map[*govMember]struct{}      // the ControlConnections governed, not closed
+	upMembers int                          // members whose connection is up
+	now       func() time.Time
 
-	off      atomic.Bool                                // after Close: every dial passes untouched
-	evidence atomic.Pointer[func(addr string)]          // set once the ControlConnection exists
-	counts   [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
-	evidN    atomic.Int64                               // evidence delivered
+	closed atomic.Bool                                // every member closed: the driver's own cadence (AdmitAfterClose)
+	counts [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
+	firstN atomic.Int64                               // a session's first connection, not governed
+	evidN  atomic.Int64                               // evidence delivered
+
+	observers atomic.Pointer[[]GovernorObserver] // the members' observers (copy on write, under mu)
+	interval  atomic.Int64                       // the budget's interval last reported to them
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -75,38 +84,94 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	if now == nil {
 		now = time.Now
 	}
-	return &dialGovernor{gate: gate, now: now}, nil
+	return &dialGovernor{gate: gate, now: now, sessions: map[context.Context]struct{}{}, members: map[*govMember]struct{}{}}, nil
 }
 
-// locked runs f on the gate under the mutex, with the time; the nil governor does nothing.
-func (g *dialGovernor) locked(f func(d *dialgate.DialGate, now time.Time)) {
-	if g == nil {
+// govMember is one ControlConnection's membership of a governor, which several may share
+// (WithSharedDialGovernor): the process's connection to the cluster is up while any member's
+// is, and evidence re-arms every member. The nil *govMember (no governor) does nothing.
+type govMember struct {
+	g        *dialGovernor
+	evidence func(addr string)           // the member's sink: must not block
+	obs      GovernorObserver            // the member's observer; nil: none
+	up       bool                        // guarded by g.mu
+	left     bool                        // closed; guarded by g.mu
+	known    map[netip.AddrPort]struct{} // the hosts of the member's latest metadata (Known); guarded by g.mu
+}
+
+// join makes a new member of g with the given evidence sink (nil: none); a governor whose
+// members had all closed governs again.
+func (g *dialGovernor) join(evidence func(addr string), obs GovernorObserver) *govMember {
+	m := &govMember{g: g, evidence: evidence, obs: obs}
+	g.mu.Lock()
+	g.members[m] = struct{}{}
+	g.republishObservers()
+	g.closed.Store(false)
+	g.mu.Unlock()
+	return m
+}
+
+// locked runs f on the gate under the mutex, with the time; the nil member does nothing.
+func (m *govMember) locked(f func(d *dialgate.DialGate, now time.Time)) {
+	if m == nil {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f(g.gate, g.now())
+	m.g.mu.Lock()
+	defer m.g.mu.Unlock()
+	f(m.g.gate, m.g.now())
 }
 
-// Connected tells the governor our connection is up and sees the hosts at seenUp ("ip:port",
-// as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock.
-func (g *dialGovernor) Connected(seenUp []string) {
-	g.locked(func(d *dialgate.DialGate, now time.Time) {
+// Connected tells the governor m's connection is up and sees the hosts at seenUp ("ip:port",
+// as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock, unless another
+// member's connection was up already (the gate's connection is up then).
+func (m *govMember) Connected(seenUp []string) {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
 		for _, addr := range seenUp {
 			if ap, ok := parseAddrPort(addr); ok {
 				d.SeenUp(ap)
 			}
 		}
-		d.ConnUp(now)
+		if !m.up {
+			m.up = true
+			m.g.upMembers++
+		}
+		if m.g.upMembers == 1 {
+			d.ConnUp(now)
+		}
+	})
+	if m != nil {
+		m.g.observeInterval(0)
+	}
+}
+
+// down records that m's connection is down (g.mu held) and reports whether it was the last
+// one up: the gate's connection is down then.
+func (m *govMember) down() bool {
+	if !m.up {
+		return m.g.upMembers == 0
+	}
+	m.up = false
+	m.g.upMembers--
+	return m.g.upMembers == 0
+}
+
+// ConnDown tells the governor m's connection is down: once no member's is up, the client-wide
+// budget applies.
+func (m *govMember) ConnDown() {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
+		if m.down() {
+			d.ConnDown(now)
+		}
 	})
 }
 
-// ConnDown tells the governor our connection is down: the client-wide budget applies.
-func (g *dialGovernor) ConnDown() { g.locked((*dialgate.DialGate).ConnDown) }
-
-// Lost tells the governor our connection to addr ("ip:port") was lost (DialGate.Lost).
-func (g *dialGovernor) Lost(addr string) {
-	g.locked(func(d *dialgate.DialGate, now time.Time) {
+// Lost tells the governor m's connection to addr ("ip:port") was lost (DialGate.Lost, once no
+// member's connection is up; while another's is, that one hears of addr from the cluster).
+func (m *govMember) Lost(addr string) {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
+		if !m.down() {
+			return
+		}
 		if ap, ok := parseAddrPort(addr); ok {
 			d.Lost(now, ap)
 		} else {
@@ -116,31 +181,74 @@ func (g *dialGovernor) Lost(addr string) {
 }
 
 // HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
-func (g *dialGovernor) HostUp(addr string) {
+func (m *govMember) HostUp(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		g.locked(func(d *dialgate.DialGate, _ time.Time) { d.HostUp(ap) })
+		m.locked(func(d *dialgate.DialGate, _ time.Time) { d.HostUp(ap) })
 	}
 }
 
 // HostDown tells the governor that the host at addr ("ip:port", as dialled) is down.
-func (g *dialGovernor) HostDown(addr string) {
+func (m *govMember) HostDown(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		g.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
+		m.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
 	}
 }
 
-// Close turns the governor off: every later dial passes untouched, since nothing tells it
-// about our connection any more.
-func (g *dialGovernor) Close() {
-	if g != nil {
-		g.off.Store(true)
+// Known tells the governor the addresses ("ip:port", as dialled) of the hosts in m's latest
+// metadata: the gate forgets every host that no member knows (DialGate.Retain). Until a
+// member has read metadata, nothing is forgotten.
+func (m *govMember) Known(addrs []string) {
+	if m == nil {
+		return
 	}
+	known := make(map[netip.AddrPort]struct{}, len(addrs))
+	for _, a := range addrs {
+		if ap, ok := parseAddrPort(a); ok {
+			known[ap] = struct{}{}
+		}
+	}
+	m.locked(func(d *dialgate.DialGate, _ time.Time) {
+		m.known = known
+		d.Retain(func(addr netip.AddrPort) bool {
+			for o := range m.g.members {
+				if _, ok := o.known[addr]; ok || o.known == nil {
+					return true
+				}
+			}
+			return false
+		})
+	})
 }
 
-// onEvidence sets the sink of dial evidence: called outside the lock, on the dialling
-// goroutine (so it must not block), with the "ip:port" of a host that accepted a gocql dial
-// while our connection was down.
-func (g *dialGovernor) onEvidence(f func(addr string)) { g.evidence.Store(&f) }
+// Close ends m's membership. When the last member closes, nothing tells the governor about
+// the process's connection any more, so every later dial is decided by
+// DialGate.AdmitAfterClose, at the driver's own reconnect interval as its user configured it.
+func (m *govMember) Close() {
+	m.locked(func(d *dialgate.DialGate, now time.Time) {
+		if m.left {
+			return
+		}
+		m.left = true
+		wasUp := m.up
+		if m.down() && wasUp && len(m.g.members) > 1 {
+			d.ConnDown(now) // the members left are all down
+		}
+		delete(m.g.members, m)
+		m.g.republishObservers()
+		if len(m.g.members) == 0 {
+			m.g.closed.Store(true)
+		}
+	})
+}
+
+// Stats returns the governor's counters (every member's dials with a shared governor); zero
+// for the nil member.
+func (m *govMember) Stats() GovernorStats {
+	if m == nil {
+		return GovernorStats{}
+	}
+	return m.g.Stats()
+}
 
 // Stats returns the counters.
 func (g *dialGovernor) Stats() GovernorStats {
@@ -151,24 +259,56 @@ func (g *dialGovernor) Stats() GovernorStats {
 		RefusedBackoff: g.counts[dialgate.VerdictHostBackoff].Load(),
 		RefusedBudget:  g.counts[dialgate.VerdictNoBudget].Load(),
 		Evidence:       g.evidN.Load(),
+		SessionFirst:   g.firstN.Load(),
 	}
 }
 
-// admit decides a dial to addr, of ours if own; the error wraps ErrGoverned when it is refused.
-func (g *dialGovernor) admit(addr netip.AddrPort, own bool) error {
+// admit decides a dial to addr made with ctx, of ours if own, by a driver whose own reconnect
+// interval is userInterval (after Close). first reports a dial of a driver session that has
+// not connected yet (sessionStarting): it is not governed. The error wraps ErrGoverned when
+// the dial is refused.
+func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool, userInterval time.Duration) (first bool, err error) {
 	g.mu.Lock()
 	var v dialgate.Verdict
-	if own {
-		v = g.gate.AdmitOwn(g.now(), addr)
-	} else {
-		v = g.gate.Admit(g.now(), addr)
+	now := g.now()
+	switch {
+	case !own && g.sessionStarting(ctx):
+		g.mu.Unlock()
+		g.firstN.Add(1)
+		g.observe(governorSessionFirst)
+		return true, nil
+	case g.closed.Load():
+		v = g.gate.AdmitAfterClose(now, addr, userInterval)
+	case own:
+		v = g.gate.AdmitOwn(now, addr)
+	default:
+		v = g.gate.Admit(now, addr)
 	}
+	iv := g.budgetInterval(now)
 	g.mu.Unlock()
 	g.counts[v].Add(1)
+	g.observe(v.String())
+	g.observeInterval(iv)
 	if !v.Allowed() {
-		return refusal(addr, v)
+		return false, refusal(addr, v)
 	}
-	return nil
+	return false, nil
+}
+
+// sessionStarting reports whether ctx is the context of a driver session none of whose dials
+// has connected yet (g.mu held). gocql (v1.7.0 and v2) dials with its session's context, a
+// cancellable one of its own, from the first dial of CreateSession to the session's Close:
+// until one of them connects, CreateSession is waiting, and it fails if every host refuses.
+// Such dials are not governed, so that a governed process never fails a CreateSession that
+// gocql alone would have succeeded in; they are few (one per host at most per CreateSession),
+// and their outcomes inform the governor as any other's (a connection is evidence). A context
+// that can never be cancelled is no session's.
+func (g *dialGovernor) sessionStarting(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return false
+	}
+	_, ok := g.sessions[ctx]
+	return !ok
 }
 
 // refusal is the error of a refused dial: a *net.OpError, as a dial that failed at once
@@ -184,23 +324,47 @@ func refusal(addr netip.AddrPort, v dialgate.Verdict) error {
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
 // says nothing about the host. Our own dials are not evidence for ourselves, and their
-// failures do not make a host known down for gocql (DoneOwn).
-func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own bool) {
+// failures do not make a host known down for gocql (DoneOwn). A session's first connection
+// (first) that connected makes the session's later dials governed, until its context ends.
+func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own, first bool, userInterval time.Duration) {
 	failed := err != nil && ctx.Err() == nil
 	g.mu.Lock()
-	var evidence bool
-	if own {
+	var evidence, joined bool
+	var sinks []func(string)
+	if first && err == nil {
+		if _, ok := g.sessions[ctx]; !ok {
+			g.sessions[ctx], joined = struct{}{}, true
+		}
+	}
+	switch {
+	case g.closed.Load():
+		g.gate.DoneAfterClose(g.now(), addr, err == nil, failed, userInterval)
+	case own:
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
-	} else {
-		evidence = g.gate.Done(g.now(), addr, err == nil, failed)
+	default:
+		if evidence = g.gate.Done(g.now(), addr, err == nil, failed); evidence {
+			for m := range g.members {
+				if m.evidence != nil {
+					sinks = append(sinks, m.evidence)
+				}
+			}
+		}
 	}
 	g.mu.Unlock()
+	if joined {
+		context.AfterFunc(ctx, func() {
+			g.mu.Lock()
+			delete(g.sessions, ctx)
+			g.mu.Unlock()
+		})
+	}
 	if !evidence || own {
 		return
 	}
 	g.evidN.Add(1)
-	if f := g.evidence.Load(); f != nil {
-		(*f)(addr.String())
+	g.observe(governorEvidence)
+	for _, f := range sinks {
+		f(addr.String())
 	}
 }
 
@@ -210,19 +374,23 @@ type governedHostDialer struct {
 	g     *dialGovernor
 	inner gocql.HostDialer
 	own   bool // ours: not evidence for ourselves
+	// interval is gocql's ReconnectInterval as its user configured it: the cadence of a
+	// down host's real dials after Close (DialGate.AdmitAfterClose).
+	interval time.Duration
 }
 
 // DialHost implements gocql.HostDialer.
 func (d *governedHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
 	addr, ok := hostAddrPort(host)
-	if !ok || d.g.off.Load() {
+	if !ok {
 		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
 	}
-	if err := d.g.admit(addr, d.own); err != nil {
+	first, err := d.g.admit(ctx, addr, d.own, d.interval)
+	if err != nil {
 		return nil, err
 	}
 	dh, err := d.inner.DialHost(ctx, host)
-	d.g.done(ctx, addr, err, d.own)
+	d.g.done(ctx, addr, err, d.own, first, d.interval)
 	return dh, err
 }
 
@@ -236,14 +404,14 @@ type governedNetDialer struct {
 // DialContext implements gocql.Dialer.
 func (d *governedNetDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	addr, ok := parseAddrPort(address)
-	if !ok || d.g.off.Load() {
+	if !ok {
 		return d.inner.DialContext(ctx, network, address)
 	}
-	if err := d.g.admit(addr, true); err != nil {
+	if _, err := d.g.admit(ctx, addr, true, 0); err != nil {
 		return nil, err
 	}
 	c, err := d.inner.DialContext(ctx, network, address)
-	d.g.done(ctx, addr, err, true)
+	d.g.done(ctx, addr, err, true, false, 0)
 	return c, err
 }
 
@@ -327,7 +495,36 @@ func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *Config) (gocq
 		return nil, err
 	}
 	governOwnDials(g, c)
-	return &governedHostDialer{g: g, inner: inner}, nil
+	return &governedHostDialer{g: g, inner: inner, interval: cfg.ReconnectInterval}, nil
+}
+
+// governedConviction is the gocql.ConvictionPolicy New installs with the governor, around the
+// one configured: a refused dial sent nothing and says nothing about the host, so it never
+// convicts (gocql would call handleNodeDown: the user's policy and our queue would get a
+// HostDown on every refused fill); every other failure is the configured policy's to judge.
+// gocql calls it on the goroutine that filled the pool (for a down host, its one reconnect
+// goroutine): it takes no lock and allocates nothing.
+type governedConviction struct{ inner gocql.ConvictionPolicy }
+
+// AddFailure implements gocql.ConvictionPolicy.
+func (c governedConviction) AddFailure(err error, host *gocql.HostInfo) bool {
+	if errors.Is(err, ErrGoverned) {
+		return false
+	}
+	return c.inner.AddFailure(err, host)
+}
+
+// Reset implements gocql.ConvictionPolicy.
+func (c governedConviction) Reset(host *gocql.HostInfo) { c.inner.Reset(host) }
+
+// governConviction wraps cfg's ConvictionPolicy (gocql's default when nil) so that refusals
+// do not convict.
+func governConviction(cfg *gocql.ClusterConfig) {
+	inner := cfg.ConvictionPolicy
+	if inner == nil {
+		inner = &gocql.SimpleConvictionPolicy{}
+	}
+	cfg.ConvictionPolicy = governedConviction{inner: inner}
 }
 
 // governOwnDials makes the dials of c's own connection go through g: the user's HostDialer

@@ -105,8 +105,8 @@ func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// Refused dials wrap ErrGoverned and never reach the inner dialer; after Close every dial
-// passes untouched; a bad host is left to the inner dialer.
+// Refused dials wrap ErrGoverned and never reach the inner dialer; after Close, with no
+// reconnect interval of the user's, every dial passes; a bad host is left to the inner dialer.
 func TestGovernedHostDialer(t *testing.T) {
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
@@ -114,10 +114,10 @@ func TestGovernedHostDialer(t *testing.T) {
 	d := &governedHostDialer{g: g, inner: inner}
 	h := testHost(t, "127.0.0.1:9042")
 	var evidence atomic.Int64
-	g.onEvidence(func(addr string) {
+	m := g.join(func(addr string) {
 		assert.Equal(t, "127.0.0.4:9042", addr)
 		evidence.Add(1)
-	})
+	}, nil)
 
 	_, err = d.DialHost(context.Background(), h)
 	assert.ErrorIs(t, err, errRefusedSim, "unknown host: passes, fails for real")
@@ -130,8 +130,8 @@ func TestGovernedHostDialer(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, inner.calls.Load(), "the refused dial sent nothing")
 
-	g.ConnDown()
-	g.HostUp("127.0.0.1:9042")
+	m.ConnDown()
+	m.HostUp("127.0.0.1:9042")
 	inner.err, inner.dh = nil, &gocql.DialedHost{}
 	_, err = d.DialHost(context.Background(), testHost(t, "127.0.0.4:9042"))
 	require.NoError(t, err, "the budget's first dial of the outage")
@@ -144,26 +144,27 @@ func TestGovernedHostDialer(t *testing.T) {
 	cancel()
 	inner.err = context.Canceled
 	other := testHost(t, "127.0.0.2:9042")
-	g.Connected(nil)
+	m.Connected(nil)
 	_, _ = d.DialHost(cancelled, other)
 	inner.err = nil
 	_, err = d.DialHost(context.Background(), other)
 	assert.NoError(t, err, "an abandoned dial does not make the host known down")
 
-	g.HostDown("127.0.0.3:9042")
+	m.HostDown("127.0.0.3:9042")
 	third := testHost(t, "127.0.0.3:9042")
 	_, err = d.DialHost(context.Background(), third)
 	assert.ErrorIs(t, err, ErrGoverned)
-	g.Close()
+	m.Close()
 	before := inner.calls.Load()
 	_, err = d.DialHost(context.Background(), third)
-	assert.NoError(t, err, "after Close the governor is off")
+	assert.NoError(t, err, "after Close, with no reconnect interval of the user's (0), every dial passes")
 	assert.Equal(t, before+1, inner.calls.Load())
 
 	st := g.Stats()
 	assert.EqualValues(t, 1, st.Evidence)
 	assert.EqualValues(t, 2, st.RefusedBackoff)
-	assert.Equal(t, st.Passed+st.HostSlots+st.Budget, st.Real())
+	assert.EqualValues(t, 1, st.SessionFirst, "the cancellable context no dial of which had connected: a session's first dial")
+	assert.Equal(t, st.Passed+st.HostSlots+st.Budget+st.SessionFirst, st.Real())
 
 	noAddr := &gocql.HostInfo{}
 	_, _ = d.DialHost(context.Background(), noAddr) // gocql's ConnectAddress panics; the governor must not
@@ -175,7 +176,7 @@ func TestGovernedHostDialer(t *testing.T) {
 func TestGovernedNetDialerOwnDials(t *testing.T) {
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
-	g.onEvidence(func(string) { t.Error("our own dial is not evidence for ourselves") })
+	m := g.join(func(string) { t.Error("our own dial is not evidence for ourselves") }, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer func() { _ = ln.Close() }()
@@ -189,7 +190,7 @@ func TestGovernedNetDialerOwnDials(t *testing.T) {
 		}
 	}()
 	d := &governedNetDialer{g: g, inner: &net.Dialer{}}
-	g.ConnDown()
+	m.ConnDown()
 	c, err := d.DialContext(context.Background(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	_ = c.Close()
@@ -202,7 +203,7 @@ func TestGovernedNetDialerOwnDials(t *testing.T) {
 	assert.Zero(t, g.Stats().Evidence)
 
 	// Our failed dial does not make the host known down for gocql (ours may be cut off alone).
-	g.Connected(nil)
+	m.Connected(nil)
 	_, err = d.DialContext(context.Background(), "tcp", "127.0.0.9:1")
 	require.Error(t, err)
 	require.NotErrorIs(t, err, ErrGoverned)

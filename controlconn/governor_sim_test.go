@@ -58,20 +58,21 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 	net := &simNet{ready: start.Add(outage)}
 	var gocqlDialer, ourDialer gocql.HostDialer = net, net
 	var gov *dialGovernor
+	var m *govMember // ours, in the governor
 	evidence := make(chan struct{}, 1)
 	if governed {
 		var err error
 		gov, err = newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 		require.NoError(t, err)
-		gov.onEvidence(func(string) {
+		m = gov.join(func(string) {
 			select {
 			case evidence <- struct{}{}:
 			default:
 			}
-		})
+		}, nil)
 		gocqlDialer = &governedHostDialer{g: gov, inner: net}
 		ourDialer = &governedHostDialer{g: gov, inner: net, own: true}
-		gov.Lost("127.0.0.1:9042") // as the owner does: ours was on the first node
+		m.Lost("127.0.0.1:9042") // as the owner does: ours was on the first node
 	}
 	hosts := make([]*gocql.HostInfo, nodes)
 	for i := range hosts {
@@ -131,7 +132,7 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 							a, _ := hostAddrPort(h)
 							up = append(up, a.String())
 						}
-						gov.Connected(up)
+						m.Connected(up)
 						// The probe of the host ours was lost from, within probeSpread.
 						time.Sleep(probeSpread / 2)
 						_, _ = ourDialer.DialHost(ctx, hosts[0])

@@ -28,3 +28,15 @@ func TestQueueConfigWithHostEventsIsAnError(t *testing.T) {
 	_, err = New(gocql.NewCluster("127.0.0.1"), Cadence{}, WithQueueConfig(hostevents.QueueConfig{MaxHosts: -1}))
 	assert.ErrorIs(t, err, hostevents.ErrInvalidQueueConfig)
 }
+
+// WithDialGovernor governs a driver's dials; NewWithConfig has no driver config to install it
+// on, and used to drop it silently (the user believed the process governed): now an error.
+func TestDialGovernorWithNewWithConfigIsAnError(t *testing.T) {
+	_, err := NewWithConfig(Config{ContactPoints: []string{"127.0.0.1"}}, WithDialGovernor(Governor{}))
+	assert.ErrorIs(t, err, ErrConflictingOptions)
+
+	cfg := gocql.NewCluster("127.0.0.1")
+	cc, err := New(cfg, Cadence{}, WithDialGovernor(Governor{}))
+	require.NoError(t, err, "New installs it on the gocql config")
+	require.NoError(t, cc.Close())
+}

@@ -24,7 +24,9 @@ import (
 //     through the configured dialer (a node is up for clients when its native port accepts),
 //     made at a random moment within probeSpread so that many clients reconnecting together
 //     do not probe together, and skipped for a host the session or a pushed event reported on
-//     since that connection was adopted. A probe's verdict is dropped if such a report arrived
+//     since that connection was adopted. With the dial governor a probe is a dial like any
+//     other (DialGate.AdmitOwn): a host the governor knows down is probed only when its slot
+//     is due, and a refused probe gives no verdict. A probe's verdict is dropped if such a report arrived
 //     while it was in flight (the report is newer), and a failure that is not about liveness
 //     (TLS, authentication, a dialer's own error) gives no verdict at all;
 //   - otherwise a host is presumed up, as every driver presumes.
@@ -148,7 +150,7 @@ func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
 
 // probe reports whether ep's native port accepts a connection within timeout. A refused or
 // timed-out connect is down; a failure that says nothing about liveness (TLS, a dialer's
-// own error, Close) is an error, not a verdict.
+// own error, Close, a dial the governor refused: sent nothing) is an error, not a verdict.
 func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(cc.ctx, timeout)
 	defer cancel()
@@ -160,7 +162,7 @@ func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, er
 	if cc.ctx.Err() != nil {
 		return false, cc.ctx.Err()
 	}
-	if Classify(err) != ClassRetryable {
+	if errors.Is(err, ErrGoverned) || Classify(err) != ClassRetryable {
 		return false, err
 	}
 	return false, nil

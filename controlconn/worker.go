@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
@@ -412,6 +413,8 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 	cc.obs.Refreshed(r.took, len(changes), err)
 	if err != nil {
 		cc.log.Warn("metadata refresh rejected", "err", err)
+	} else {
+		cc.dropStaleBeliefs(o)
 	}
 	cc.applyPending(o)
 	cc.noteSkipped(r.skipped)
@@ -586,6 +589,7 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 		hosts = append(hosts, plan.PlanHost{Endpoint: b.ep, Belief: b.belief})
 	}
 	cc.planHosts.Store(&hosts)
+	cc.forgetRemoved(hosts)
 }
 
 func (cc *ControlConnection) translate(ip net.IP, port int) string {
@@ -593,4 +597,48 @@ func (cc *ControlConnection) translate(ip net.IP, port int) string {
 		ip, port = cc.cfg.AddressTranslator.Translate(ip, port)
 	}
 	return net.JoinHostPort(ip.String(), strconv.Itoa(port))
+}
+
+// dropStaleBeliefs forgets, after a metadata read the store accepted, the beliefs from host
+// events about hosts the cluster no longer lists (removed, or an address a host no longer has):
+// publishHosts would otherwise keep them among the hosts of every plan and every host table
+// for good (owner goroutine).
+func (cc *ControlConnection) dropStaleBeliefs(o *owner) {
+	snap := cc.store.Current()
+	if snap == nil || len(o.beliefs) == 0 {
+		return
+	}
+	listed := map[string]bool{}
+	for h := range snap.All() {
+		listed[strings.ToLower(h.HostID())] = true
+		listed[h.ConnectAddress().String()] = true
+		listed[cc.translate(h.ConnectAddress(), h.Port())] = true
+	}
+	for key, b := range o.beliefs {
+		if !listed[strings.ToLower(key)] && (b.ep.Addr == "" || !listed[b.ep.Addr]) {
+			delete(o.beliefs, key)
+		}
+	}
+}
+
+// forgetRemoved tells the host tables keyed by address, the governor's and the cache of gocql's
+// HostInfos, the addresses of the hosts known now, so that they forget hosts removed from the
+// cluster and addresses hosts no longer have (owner goroutine, once metadata has been read).
+func (cc *ControlConnection) forgetRemoved(hosts []plan.PlanHost) {
+	if (cc.gov == nil && cc.hostInfos == nil) || cc.store.Current() == nil {
+		return
+	}
+	addrs := make([]string, len(hosts))
+	known := make(map[string]struct{}, len(hosts))
+	for i, h := range hosts {
+		addrs[i] = h.Addr
+		known[h.Addr] = struct{}{}
+	}
+	cc.gov.Known(addrs)
+	if cc.hostInfos != nil {
+		cc.hostInfos.Retain(func(addr string) bool {
+			_, ok := known[addr]
+			return ok
+		})
+	}
 }

@@ -39,8 +39,10 @@ const maxProtoVersion = 4
 // cluster.HostDialer to a governed dialer wrapping what was configured, with gocql v2.1.2's own
 // semantics (the HostDialer if set; else the Dialer, or a net.Dialer with ConnectTimeout and
 // SocketKeepalive; with TLS per SslOpts), shares one budget between those dials and the control
-// connection's own, and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
-// controlconn.GovernedReconnectInterval. A governed dial that connects while the control
+// connection's own, wraps cluster.ConvictionPolicy so that a refused dial never convicts a host,
+// and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
+// controlconn.GovernedReconnectInterval (after Close, a down host gets one real dial per the
+// interval the user configured). controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping
 // controlconn.ErrGoverned and send nothing.
 func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {

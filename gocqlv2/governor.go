@@ -3,6 +3,7 @@ package gocqlv2
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -22,6 +23,12 @@ const v2DefaultReconnectInterval = 60 * time.Second
 // for gocql v1.
 func governV2(cluster *gocql.ClusterConfig, gate dialgov.Gate, inner gocql.HostDialer) {
 	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
+	gate.SetReconnectInterval(cluster.ReconnectInterval)
+	conviction := cluster.ConvictionPolicy
+	if conviction == nil {
+		conviction = &gocql.SimpleConvictionPolicy{}
+	}
+	cluster.ConvictionPolicy = governedConviction{inner: conviction}
 	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
 		cluster.ReconnectInterval = controlconn.GovernedReconnectInterval
 	}
@@ -85,16 +92,34 @@ type governedDialer struct {
 // DialHost implements gocql.HostDialer.
 func (d *governedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
 	addr, ok := hostAddrPort(host)
-	if !ok || d.gate.Off() {
+	if !ok {
 		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
 	}
-	if err := d.gate.Admit(addr); err != nil {
+	first, err := d.gate.Admit(ctx, addr)
+	if err != nil {
 		return nil, err
 	}
 	dh, err := d.inner.DialHost(ctx, host)
-	d.gate.Done(ctx, addr, err)
+	d.gate.Done(ctx, addr, first, err)
 	return dh, err
 }
+
+// governedConviction is the gocql v2 ConvictionPolicy New installs with the governor, around
+// the one configured: a refused dial sent nothing and says nothing about the host, so it never
+// convicts (gocql would mark the host down and tell every listener, on every refused fill);
+// every other failure is the configured policy's to judge. No lock, no allocation.
+type governedConviction struct{ inner gocql.ConvictionPolicy }
+
+// AddFailure implements gocql.ConvictionPolicy.
+func (c governedConviction) AddFailure(err error, host *gocql.HostInfo) bool {
+	if errors.Is(err, controlconn.ErrGoverned) {
+		return false
+	}
+	return c.inner.AddFailure(err, host)
+}
+
+// Reset implements gocql.ConvictionPolicy.
+func (c governedConviction) Reset(host *gocql.HostInfo) { c.inner.Reset(host) }
 
 // hostAddrPort is the address gocql v2 dials for host, without allocating.
 func hostAddrPort(host *gocql.HostInfo) (netip.AddrPort, bool) {

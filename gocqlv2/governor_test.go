@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -29,27 +30,29 @@ import (
 
 // fakeGate is a dialgov.Gate that refuses when told to and records what it was asked.
 type fakeGate struct {
-	off, refuse    bool
+	first, refuse  bool
 	admits, dones  int
 	lastAddr       netip.AddrPort
 	lastErr        error
+	lastFirst      bool
 	abandonedDials int
+	interval       time.Duration
 }
 
-func (f *fakeGate) Off() bool { return f.off }
+func (f *fakeGate) SetReconnectInterval(i time.Duration) { f.interval = i }
 
-func (f *fakeGate) Admit(addr netip.AddrPort) error {
+func (f *fakeGate) Admit(_ context.Context, addr netip.AddrPort) (bool, error) {
 	f.admits++
 	f.lastAddr = addr
 	if f.refuse {
-		return controlconn.ErrGoverned
+		return false, controlconn.ErrGoverned
 	}
-	return nil
+	return f.first, nil
 }
 
-func (f *fakeGate) Done(ctx context.Context, addr netip.AddrPort, err error) {
+func (f *fakeGate) Done(ctx context.Context, addr netip.AddrPort, first bool, err error) {
 	f.dones++
-	f.lastAddr, f.lastErr = addr, err
+	f.lastAddr, f.lastErr, f.lastFirst = addr, err, first
 	if ctx.Err() != nil {
 		f.abandonedDials++
 	}
@@ -79,7 +82,7 @@ func v2Host(t testing.TB, addr string) *gocql.HostInfo {
 
 // The governed dialer asks the gate around every dial, keyed by the dialled address; a refusal
 // never reaches the inner dialer; an off gate, or a host without a usable address, is left to
-// the inner dialer untouched.
+// the inner dialer untouched; what Admit said of the dial (a session's first) reaches Done.
 func TestGovernedV2DialerAsksTheGate(t *testing.T) {
 	gate := &fakeGate{}
 	refused := errors.New("connection refused")
@@ -100,12 +103,12 @@ func TestGovernedV2DialerAsksTheGate(t *testing.T) {
 	assert.EqualValues(t, 1, inner.calls.Load(), "a refused dial sends nothing")
 	assert.Equal(t, 1, gate.dones, "no Done for a refused dial")
 
-	gate.off = true
+	gate.first, gate.refuse = true, false
 	_, err = d.DialHost(context.Background(), h)
-	assert.ErrorIs(t, err, refused, "off: the dial is made untouched")
-	assert.Equal(t, 2, gate.admits)
+	assert.ErrorIs(t, err, refused)
+	assert.True(t, gate.lastFirst, "a session's first dial is reported as such")
 
-	gate.off, gate.refuse = false, false
+	gate.first = false
 	inner.err = nil
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -209,7 +212,7 @@ func TestNewWithDialGovernorV2(t *testing.T) {
 	gd, ok := cluster.HostDialer.(*governedDialer)
 	require.True(t, ok, "gocql v2's dials go through the governor")
 	assert.Same(t, user, gd.inner, "around the user's HostDialer")
-	assert.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 1 s")
+	assert.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 250 ms")
 
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.ReconnectInterval = 5 * time.Second
@@ -305,4 +308,38 @@ func BenchmarkGovernedV2DialUpHost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// countingConviction is a v2 ConvictionPolicy that counts its calls and convicts.
+type countingConviction struct{ failures, resets int }
+
+func (c *countingConviction) AddFailure(error, *gocql.HostInfo) bool { c.failures++; return true }
+func (c *countingConviction) Reset(*gocql.HostInfo)                  { c.resets++ }
+
+// A governed refusal never convicts (gocql v2 would mark the host down and tell every
+// listener on each refused fill); any other failure is the user's policy's to judge. After
+// Close the driver's own reconnect interval, as the user configured it, bounds a down host's
+// real dials.
+func TestGovernedV2RefusalDoesNotConvict(t *testing.T) {
+	user := &countingConviction{}
+	cluster := gocql.NewCluster("127.0.0.1")
+	cluster.ConvictionPolicy = user
+	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc.Close()) }()
+	h := v2Host(t, "127.0.0.7:9042")
+	refusal := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("%w (host_backoff)", controlconn.ErrGoverned)}
+	assert.False(t, cluster.ConvictionPolicy.AddFailure(refusal, h), "a refusal does not convict")
+	assert.Zero(t, user.failures, "nor reaches the user's policy")
+	assert.True(t, cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h))
+	assert.Equal(t, 1, user.failures, "a real failure is the user's policy's")
+	cluster.ConvictionPolicy.Reset(h)
+	assert.Equal(t, 1, user.resets)
+
+	cluster = gocql.NewCluster("127.0.0.1")
+	cluster.ConvictionPolicy = nil
+	cc2, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc2.Close()) }()
+	assert.True(t, cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h), "none configured: gocql's simple policy")
 }

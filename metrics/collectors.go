@@ -114,6 +114,12 @@ type Collectors struct {
 	// gocql's data path (controlconn.DataPathObserver).
 	dataPathLag prometheus.Histogram
 
+	// The dial governor (controlconn.GovernorObserver).
+	governorDials    *prometheus.CounterVec        // verdict
+	governorVerdicts map[string]prometheus.Counter // governorDials by verdict, resolved once: read-only
+	governorEvidence prometheus.Counter
+	governorInterval prometheus.Gauge
+
 	// starting is set when a Handler leaves Idle and cleared by the Recovered that follows:
 	// the first connection ends no outage, so it is kept out of recovery_seconds. Written by
 	// the goroutine driving the Recovery.
@@ -131,9 +137,10 @@ type Collectors struct {
 }
 
 var (
-	_ reconnect.Observer       = (*Collectors)(nil)
-	_ hostevents.QueueObserver = (*Collectors)(nil)
-	_ controlconn.Observer     = (*Collectors)(nil)
+	_ reconnect.Observer           = (*Collectors)(nil)
+	_ hostevents.QueueObserver     = (*Collectors)(nil)
+	_ controlconn.Observer         = (*Collectors)(nil)
+	_ controlconn.GovernorObserver = (*Collectors)(nil)
 )
 
 // ErrInvalidOptions is wrapped by every error New returns for invalid Options.
@@ -146,7 +153,7 @@ var identifier = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 // Label names of our own metrics; ConstLabels must not reuse them.
 var labelNames = []string{
 	"trigger", "outcome", "reason", "why", "state", "type", "source", "addr", "host_id",
-	"protocol_version", "class", "kind", "change", "le",
+	"protocol_version", "class", "kind", "change", "le", "verdict",
 }
 
 // Label values known in advance: their series are created at zero so that rate() and
@@ -159,6 +166,7 @@ var (
 	kinds        = []hostevents.Kind{hostevents.KindUp, hostevents.KindDown, hostevents.KindAdded, hostevents.KindRemoved}
 	sources      = []hostevents.Source{hostevents.SourceGocql, hostevents.SourceControl}
 	dialOutcomes = []string{dialSuccess, dialLostRace, controlconn.ClassRetryable.String(), controlconn.ClassAuth.String(), controlconn.ClassProtocol.String(), controlconn.ClassTLS.String(), controlconn.ClassClosed.String()}
+	verdicts     = []string{"pass", "host_slot", "budget", "session_first", "host_backoff", "no_budget"}
 	lostClasses  = []controlconn.ErrorClass{controlconn.ClassNone, controlconn.ClassRetryable, controlconn.ClassAuth, controlconn.ClassProtocol, controlconn.ClassTLS, controlconn.ClassClosed}
 )
 
@@ -245,6 +253,12 @@ func New(opts Options) (*Collectors, error) {
 		"Responses dropped because no request was in flight on their stream (late duplicates from a broken server or proxy).")
 	c.dataPathLag = b.histogram("data_path_lag_seconds", latencyBuckets,
 		"Per host: from the control connection seeing the host announced UP to gocql's session reporting its pool connected to it (HostUp).")
+	c.governorDials = b.counterVec("governor_dials_total",
+		"Dials the dial governor decided on (gocql's and ours), by verdict: made (pass: untouched; host_slot: a known-down host's one dial per backoff; budget: paid from the process-wide budget; session_first: a gocql session's dial before any of its dials connected, not governed) or refused, nothing sent (host_backoff: a known-down host within its backoff; no_budget: the budget's next dial is later).", "verdict")
+	c.governorEvidence = b.counter("governor_evidence_total",
+		"Governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew: evidence that re-armed our connection.")
+	c.governorInterval = b.gauge("governor_interval_seconds",
+		"The dial governor's budget interval between real dials: 0 while the budget does not apply (our connection up, or the cluster known reachable); it grows with the outage (1/36 of it, from 1 s up to the delay cap).")
 
 	c.initialise()
 	if opts.Registerer != nil {
@@ -287,6 +301,10 @@ func (c *Collectors) initialise() {
 	}
 	c.refreshes.WithLabelValues(refreshSuccess)
 	c.refreshes.WithLabelValues(refreshFailure)
+	c.governorVerdicts = make(map[string]prometheus.Counter, len(verdicts))
+	for _, v := range verdicts {
+		c.governorVerdicts[v] = c.governorDials.WithLabelValues(v)
+	}
 }
 
 // Gatherer gathers exactly the Collectors' metrics, from their private registry, whatever

@@ -33,7 +33,7 @@ func TestNothingRegisteredGloballyByDefault(t *testing.T) {
 	a := newCollectors(t)
 	b := newCollectors(t) // a second one: no clash, each has its own registry
 	assert.Empty(t, ours(t, prometheus.DefaultGatherer, "cqlcontrol_"), "nothing in the default registry")
-	assert.Len(t, ours(t, a.Gatherer(), "cqlcontrol_"), 26, "families with a series before any event (4 labelled ones appear on first use)")
+	assert.Len(t, ours(t, a.Gatherer(), "cqlcontrol_"), 29, "families with a series before any event (4 labelled ones appear on first use)")
 	assert.Equal(t, ours(t, a.Gatherer(), "cqlcontrol_"), ours(t, b.Gatherer(), "cqlcontrol_"))
 }
 

@@ -45,13 +45,16 @@ func touchAll(c *Collectors) {
 	c.ServerEvent("status_change", "UP")
 	c.PeersSkipped(make([]metadata.SkippedPeer, 1))
 	c.ReplyDropped(ep)
+	c.GovernorDecided("pass")
+	c.GovernorDecided("evidence")
+	c.GovernorInterval(time.Second)
 }
 
 func TestCollectAndLintEveryCollector(t *testing.T) {
 	c, err := New(Options{})
 	require.NoError(t, err)
 	touchAll(c)
-	require.Len(t, c.all, 30)
+	require.Len(t, c.all, 33)
 	for _, m := range c.all {
 		assert.Positive(t, testutil.CollectAndCount(m), "touched, so it has a series to lint")
 		problems, err := testutil.CollectAndLint(m)
@@ -63,7 +66,7 @@ func TestCollectAndLintEveryCollector(t *testing.T) {
 	assert.Empty(t, problems)
 	mfs, err := c.Gatherer().Gather()
 	require.NoError(t, err)
-	assert.Len(t, mfs, 30, "every collector has a series once touched")
+	assert.Len(t, mfs, 33, "every collector has a series once touched")
 }
 
 func TestExplicitDefaultRegisterer(t *testing.T) {

@@ -44,6 +44,25 @@ func (c *HostInfoCache) ObserveConnect(o gocql.ObservedConnect) {
 	}
 }
 
+// Retain forgets the HostInfo of every address keep rejects ("ip:port"): hosts removed from
+// the cluster and addresses hosts no longer have, so that the cache does not grow with address
+// churn. An address gocql connects to again is cached again.
+func (c *HostInfoCache) Retain(keep func(addr string) bool) {
+	c.hosts.Range(func(k, _ any) bool {
+		if !keep(k.(string)) {
+			c.hosts.Delete(k)
+		}
+		return true
+	})
+}
+
+// Len returns the number of addresses cached.
+func (c *HostInfoCache) Len() int {
+	n := 0
+	c.hosts.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
 // lookup returns gocql's HostInfo for ep's address, nil if gocql has not connected to it
 // (or c is nil).
 func (c *HostInfoCache) lookup(ep Endpoint) *gocql.HostInfo {

@@ -208,7 +208,8 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 		return VerdictHostBackoff
 	}
 	v := VerdictHostSlot
-	if !d.connUp {
+	proven := d.reachable && !d.presumed // a dial proved the cluster reachable: a host's own backoff decides
+	if !d.connUp && !proven {
 		if now.Before(d.nextReal) {
 			return VerdictNoBudget
 		}
@@ -224,14 +225,68 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 }
 
 // AdmitOwn decides a dial of our own connection. While it is up, ours dials only to probe
-// hosts after a reconnection, at most once per host, to learn the states it missed: those
-// pass, whatever the gate believes, so they can correct it. While it is down, ours is one
-// more client of the budget (Admit).
+// hosts after a reconnection, at most once per host, to learn the states it missed. A probe
+// is a dial like gocql's and counts as one: a host not known down passes; a known-down host
+// is probed only when its slot is due, and the probe takes the slot; a host to verify (its
+// DOWN was announced before this connection, or this connection replaced one lost from it)
+// is probed at once, without moving gocql's slot, since whether it is back is what nothing
+// else tells. A probe refused sends nothing and gives no verdict. While our connection is
+// down, ours is one more client of the budget (Admit).
 func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
-	if d.connUp {
+	if !d.connUp {
+		return d.Admit(now, addr)
+	}
+	h := d.hosts[addr]
+	switch {
+	case h == nil || !h.down:
+		return VerdictPass
+	case h.verify:
+		return VerdictHostSlot
+	case now.Before(h.next):
+		return VerdictHostBackoff
+	}
+	h.next = now.Add(d.hostBackoff(now, h))
+	return VerdictHostSlot
+}
+
+// AdmitAfterClose decides a dial after our ControlConnection is closed, in place of Admit:
+// nothing tells the gate about our connection or the hosts any more, and the driver dials at
+// the cadence its user configured, interval (the driver's own reconnect interval, which
+// controlconn shortened while it governed): a host whose last real dial failed gets one real
+// dial per interval (VerdictHostSlot, VerdictHostBackoff in between); every other dial
+// passes. With interval zero or less every dial passes.
+func (d *DialGate) AdmitAfterClose(now time.Time, addr netip.AddrPort, interval time.Duration) Verdict {
+	h := d.hosts[addr]
+	if interval <= 0 || h == nil || !h.down {
 		return VerdictPass
 	}
-	return d.Admit(now, addr)
+	if limit := now.Add(interval); h.next.After(limit) {
+		h.next = limit // a slot booked while governing (MaxInterval) is no later than the user's
+	}
+	if now.Before(h.next) {
+		return VerdictHostBackoff
+	}
+	h.next = now.Add(interval)
+	return VerdictHostSlot
+}
+
+// DoneAfterClose records the outcome of a dial AdmitAfterClose allowed, in place of Done: a
+// host that accepted it passes again; a host whose dial failed waits interval from now for
+// its next (unless a slot already booked it later).
+func (d *DialGate) DoneAfterClose(now time.Time, addr netip.AddrPort, ok, failed bool, interval time.Duration) {
+	switch {
+	case ok:
+		if h := d.hosts[addr]; h != nil {
+			h.down, h.failures, h.next = false, 0, time.Time{}
+		}
+	case failed:
+		h := d.host(addr)
+		if next := now.Add(interval); !h.down || next.After(h.next) {
+			h.next = next
+		}
+		h.down = true
+		h.failures++
+	}
 }
 
 // Lost records that our connection to addr was lost at now: our connection is down
@@ -319,6 +374,21 @@ func (d *DialGate) NextReal() time.Time {
 	return d.nextReal
 }
 
+// Retain forgets every host keep rejects: hosts removed from the cluster, and addresses a
+// host no longer has (pods come back with new IPs), so that the table does not grow with
+// address churn, nor stretch the budget's rotation (hostBackoff counts the hosts). A host
+// dialled again later starts afresh.
+func (d *DialGate) Retain(keep func(netip.AddrPort) bool) {
+	for addr := range d.hosts {
+		if !keep(addr) {
+			delete(d.hosts, addr)
+		}
+	}
+}
+
+// Hosts returns the number of hosts the gate has a record of.
+func (d *DialGate) Hosts() int { return len(d.hosts) }
+
 // host returns addr's record, creating it.
 func (d *DialGate) host(addr netip.AddrPort) *gateHost {
 	h := d.hosts[addr]
@@ -328,6 +398,10 @@ func (d *DialGate) host(addr netip.AddrPort) *gateHost {
 	}
 	return h
 }
+
+// Interval returns the budget's interval between real dials at now (meaningful while
+// BudgetApplies).
+func (d *DialGate) Interval(now time.Time) time.Duration { return d.interval(now) }
 
 // interval is the budget's interval between real dials at now: OutageShare of the outage so
 // far, within [MinInterval, MaxInterval].

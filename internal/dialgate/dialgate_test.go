@@ -199,8 +199,9 @@ func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 // A governed dial that connects while our connection is down and the cluster unreachable as
 // far as we know is evidence, and it proves the cluster reachable: that host and every host
 // not known down pass from then on (none is starved), and their dials that connect are no
-// further evidence; hosts known down stay on the budget. Checked to fail while only the
-// connected host passed (a new gocql session then waited for the budget host by host).
+// further evidence; hosts known down get their dials on their own backoff, no longer on the
+// budget (issue 18). Checked to fail while only the connected host passed (a new gocql session
+// then waited for the budget host by host).
 func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	gate := newGate(t)
 	gate.ConnDown(t0)
@@ -219,7 +220,8 @@ func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	v, ev = dial(gate, at(1100*time.Millisecond), hostC, true)
 	assert.Equal(t, VerdictPass, v, "reachable: a host not known down passes")
 	assert.False(t, ev, "known reachable: another host that connects is no news")
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down stays on the budget")
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down: its own backoff decides")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1100*time.Millisecond), hostA), "one per backoff")
 
 	// Our connection comes back and goes down again: the earlier evidence is stale.
 	gate.ConnUp(at(2 * time.Second))
@@ -300,9 +302,34 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	v, _ = dial(gate, back.Add(time.Second), hostA, false)
 	assert.Equal(t, VerdictHostSlot, v, "one dial HostBackoff after adoption: it may be back")
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA), "that failed: MaxInterval to the next")
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, hostA), "our probe passes")
-	gate.Done(back, hostA, true, false)
-	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the probe connected: open for gocql")
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(2*time.Second), hostA), "a probe is a dial: not within the host's backoff")
+	gate.Done(back.Add(2*time.Second), hostA, true, false) // gocql's pool connected (an UP)
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "connected: open for gocql")
+}
+
+// Probes count (issue 18, defect 6): after a reconnection ours probes every other host within
+// a second; a probe goes through the gate as a dial: a host not known down passes, a host to
+// verify (lost from, or announced DOWN before the adoption) is probed at once without moving
+// gocql's slot, and a host known down is probed only when its slot is due, taking it. Checked
+// to fail while AdmitOwn passed every dial of ours while it was up.
+func TestDialGateProbesAreDials(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	gate.HostDown(t0, hostB)
+	v, _ := dial(gate, t0, hostC, false) // the presumption ends; hostC known down by a failed dial
+	require.Equal(t, VerdictPass, v)
+	back := at(3 * time.Second)
+	gate.ConnUp(back)
+	gate.HostDown(back, hostC) // announced DOWN on the new connection: MaxInterval to its slot
+
+	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back, hostA), "the host ours was lost from: verified at once")
+	gate.DoneOwn(back, hostA, false, true)
+	assert.Equal(t, VerdictHostSlot, gate.Admit(back.Add(time.Second), hostA), "gocql's slot did not move: HostBackoff after adoption")
+	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back, hostB), "announced down before the adoption: verified at once")
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(500*time.Millisecond), hostC), "announced down now: no probe until its slot")
+	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back.Add(30*time.Second), hostC), "its slot: the probe takes it")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostC), "and gocql waits for the next")
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, netip.MustParseAddrPort("127.0.0.9:9042")), "not known down: passes")
 }
 
 // Ours cut off alone: the host it was lost from waits HostBackoff (gocql redials it at once
@@ -439,4 +466,59 @@ func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
 	assert.False(t, gate.Admit(back.Add(time.Second), hostC).Allowed(), "announced down again: MaxInterval")
 	assert.False(t, gate.Admit(back.Add(30*time.Second), hostC).Allowed())
 	assert.True(t, gate.Admit(back.Add(31*time.Second), hostC).Allowed())
+}
+
+// After our ControlConnection is closed the driver dials at its user's own reconnect interval
+// (60 s here, gocql's default): a host whose dial failed gets one real dial per interval, a
+// slot booked while governing (MaxInterval) is kept if it is sooner, and a host that is not
+// down passes; interval 0 lets every dial through.
+func TestDialGateAfterClose(t *testing.T) {
+	const interval = 60 * time.Second
+	gate := newGate(t)
+	gate.HostDown(at(0), hostA) // announced: its next slot at MaxInterval, 30 s
+	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(time.Second), hostB, interval), "not down: passes")
+	gate.DoneAfterClose(at(time.Second), hostB, false, true, interval)
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(time.Second+time.Millisecond), hostB, interval))
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(61*time.Second-time.Millisecond), hostB, interval), "at 60.999 s after its failure: none")
+	assert.Equal(t, VerdictHostSlot, gate.AdmitAfterClose(at(61*time.Second), hostB, interval), "at 60 s: one")
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(61*time.Second), hostB, interval), "and only one")
+
+	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(29*time.Second), hostA, interval))
+	assert.Equal(t, VerdictHostSlot, gate.AdmitAfterClose(at(30*time.Second), hostA, interval), "the slot booked while governing")
+	gate.DoneAfterClose(at(30*time.Second), hostA, true, false, interval)
+	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(30*time.Second), hostA, interval), "it accepted: passes")
+
+	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(62*time.Second), hostB, 0), "no interval: every dial passes")
+}
+
+// Retain forgets the hosts the caller no longer knows; the budget's rotation counts only the
+// hosts kept (a known-down host's backoff while ours is down is at most hosts × interval).
+func TestDialGateRetain(t *testing.T) {
+	gate := newGate(t)
+	for _, h := range []netip.AddrPort{hostA, hostB, hostC} {
+		_, _ = dial(gate, t0, h, false)
+	}
+	require.Equal(t, 3, gate.Hosts())
+	gate.Retain(func(addr netip.AddrPort) bool { return addr == hostA })
+	assert.Equal(t, 1, gate.Hosts())
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "forgotten: a host dialled again starts afresh")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA), "kept: its backoff with it")
+}
+
+// Once a dial proves the cluster reachable while ours is down (issue 18, defect 4), a
+// known-down host is dialled on its own backoff, not on the budget: a partial return does not
+// wait for the budget's rotation to reach the hosts that are back. Checked to fail while
+// known-down hosts stayed on the budget (no_budget at 1 s).
+func TestDialGateProvenReachableKnownDownOnOwnBackoff(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	v, _ := dial(gate, t0, hostC, false) // the presumption ends; hostC down, its next dial at 1 s
+	require.Equal(t, VerdictPass, v)
+	require.True(t, gate.BudgetApplies())
+	v, evidence := dial(gate, at(900*time.Millisecond), hostB, true)
+	require.Equal(t, VerdictBudget, v)
+	require.True(t, evidence, "hostB accepted: the cluster is proven reachable")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostC))
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(time.Second), hostC), "its own backoff is due: a slot, not the budget")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC), "one per backoff")
 }

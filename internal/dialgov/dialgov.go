@@ -9,27 +9,30 @@ package dialgov
 import (
 	"context"
 	"net/netip"
+	"time"
 )
 
 // Gate is one ControlConnection's dial governor as a driver's dialer uses it, around each dial
 // of the driver (its control connection and pools), keyed by the address dialled:
 //
-//	if gate.Off() { dial untouched }
-//	if err := gate.Admit(addr); err != nil { return err } // refused: nothing sent
+//	first, err := gate.Admit(ctx, addr)
+//	if err != nil { return err } // refused: nothing sent
 //	conn, err := dial()
-//	gate.Done(ctx, addr, err)
+//	gate.Done(ctx, addr, first, err)
 //
 // Its methods are safe for concurrent use and never block longer than a map lookup or two.
 type Gate interface {
-	// Off reports whether the governor is off (its ControlConnection is closed): the dial is
-	// made untouched, and neither Admit nor Done is called for it.
-	Off() bool
-	// Admit decides a dial to addr, booking it if allowed; a refusal is an error wrapping
-	// controlconn.ErrGoverned, and the dial must not be made. Every nil must be followed by
-	// one Done.
-	Admit(addr netip.AddrPort) error
+	// SetReconnectInterval tells the gate the driver's reconnect interval as its user
+	// configured it (before the adapter shortens it): after the ControlConnection is closed, a
+	// down host gets one real dial per that interval. Called once, before any dial.
+	SetReconnectInterval(time.Duration)
+	// Admit decides a dial to addr made with ctx (the driver session's context), booking it
+	// if allowed; a refusal is an error wrapping controlconn.ErrGoverned, and the dial must
+	// not be made. first reports a dial of a session that has not connected yet, which is not
+	// governed. Every nil error must be followed by one Done with the same first.
+	Admit(ctx context.Context, addr netip.AddrPort) (first bool, err error)
 	// Done records the outcome of an admitted dial to addr: err is nil if it connected. A
 	// failure while ctx is done (the caller abandoned the dial) says nothing about the host. A
 	// connection while the ControlConnection is down is evidence: it re-arms its recovery.
-	Done(ctx context.Context, addr netip.AddrPort, err error)
+	Done(ctx context.Context, addr netip.AddrPort, first bool, err error)
 }

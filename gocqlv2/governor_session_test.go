@@ -1,0 +1,95 @@
+package gocqlv2
+
+// What a user of the governor sees through a real gocql v2 session, in virtual time
+// (testing/synctest) on an in-memory cqlsim cluster: as for gocql v1 (controlconn's
+// governor_session_test.go), the governed process is never worse for the user than gocql alone.
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	gocql "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// v2DownCounter counts the HostDown calls gocql v2 makes on its policy, by host IP.
+type v2DownCounter struct {
+	gocql.HostSelectionPolicy
+	mu    sync.Mutex
+	downs map[string]int
+}
+
+func (r *v2DownCounter) HostDown(h *gocql.HostInfo) {
+	r.mu.Lock()
+	r.downs[h.ConnectAddress().String()]++
+	r.mu.Unlock()
+	r.HostSelectionPolicy.HostDown(h)
+}
+
+func (r *v2DownCounter) count(ip string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.downs[ip]
+}
+
+// A governed v2 process during outages: refusals do not convict (two hosts down 8 s: a
+// handful of HostDown each, not one per refused fill), and CreateSession succeeds with any one
+// node of three back after a full outage (a session's dials are not governed until one of them
+// connects). Checked to fail before issue 18's fixes in the adapter: every refused fill
+// convicted, and CreateSession failed with "dial refused by the dial governor".
+func TestGovernedV2SessionDuringOutages(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
+		require.NoError(t, err)
+		var ips []string
+		for _, n := range sim.Nodes() {
+			ips = append(ips, n.IP().String())
+		}
+		cluster := gocql.NewCluster(ips...)
+		cluster.Port = sim.Port()
+		cluster.Dialer = sim
+		rec := &v2DownCounter{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), downs: map[string]int{}}
+		cluster.PoolConfig.HostSelectionPolicy = rec
+		cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+		require.NoError(t, err)
+		session, err := cluster.CreateSession()
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, cc.Start(ctx))
+		time.Sleep(5 * time.Second)
+
+		nodes := sim.Nodes()
+		nodes[1].Stop()
+		nodes[2].Stop()
+		time.Sleep(8 * time.Second)
+		require.Positive(t, cc.GovernorStats().RefusedBackoff, "the governor refused gocql's fills")
+		for _, ip := range ips[1:] {
+			t.Logf("FIGURE v2 host %s: %d HostDown in 8 s", ip, rec.count(ip))
+			assert.LessOrEqual(t, rec.count(ip), 3, "host %s: refusals do not convict", ip)
+		}
+
+		nodes[0].Stop()
+		time.Sleep(10 * time.Second)
+		for i := range 3 {
+			require.NoError(t, nodes[i].Start())
+			s, err := cluster.CreateSession()
+			if assert.NoError(t, err, "node %d alone back: CreateSession as gocql alone would", i) {
+				s.Close()
+			}
+			nodes[i].Stop()
+			time.Sleep(3 * time.Second)
+		}
+
+		session.Close()
+		assert.NoError(t, cc.Close())
+		assert.NoError(t, sim.Close())
+		time.Sleep(time.Second) // gocql's reconnect goroutine ends its pause after a failed fill
+	})
+}

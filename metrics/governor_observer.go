@@ -1,0 +1,20 @@
+package metrics
+
+import "time"
+
+// GovernorDecided implements controlconn.GovernorObserver: one dial decided on, or evidence.
+// A verdict not known in advance gets its own series.
+func (c *Collectors) GovernorDecided(verdict string) {
+	if verdict == "evidence" {
+		c.governorEvidence.Inc()
+		return
+	}
+	if m, ok := c.governorVerdicts[verdict]; ok {
+		m.Inc()
+		return
+	}
+	c.governorDials.WithLabelValues(verdict).Inc()
+}
+
+// GovernorInterval implements controlconn.GovernorObserver: the budget's current interval.
+func (c *Collectors) GovernorInterval(d time.Duration) { c.governorInterval.Set(seconds(d)) }
