@@ -3,6 +3,7 @@ package controlconn
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"time"
@@ -20,8 +21,9 @@ import (
 //
 //   - a STATUS_CHANGE pushed on our connection, or a HostUp/HostDown of the gocql session the
 //     ControlConnection is attached to (its pool connected to the host, or gave up on it);
-//   - one probe per host on every connection we adopt, the first included: a TCP connect
-//     through the configured dialer (a node is up for clients when its native port accepts),
+//   - one probe per host on every connection we adopt, the first included: a connect through
+//     the configured dialer and an OPTIONS answered (a node is up for clients when it answers
+//     on its native port; a port that accepts and never answers is a hung or paused node),
 //     made at a random moment within probeSpread so that many clients reconnecting together
 //     do not probe together, and skipped for a host the session or a pushed event reported on
 //     since that connection was adopted. With the dial governor a probe is a dial like any
@@ -148,15 +150,25 @@ func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
 	}()
 }
 
-// probe reports whether ep's native port accepts a connection within timeout. A refused or
-// timed-out connect is down; a failure that says nothing about liveness (TLS, a dialer's
-// own error, Close, a dial the governor refused: sent nothing) is an error, not a verdict.
+// probe reports whether ep's node answers within timeout: its native port accepts a
+// connection and the server answers an OPTIONS (with SUPPORTED, or any frame: a protocol
+// error is an answer too). A refused or timed-out connect is down, and so is a connection the
+// server never answers on: a node stopped by SIGSTOP or hung still has its port accepted by
+// the kernel (on real Cassandra a connect-only probe called such a node up for as long as it
+// was paused). A failure that says nothing about liveness (TLS, a dialer's own error, Close, a
+// dial the governor refused: sent nothing) is an error, not a verdict.
 func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, error) {
 	ctx, cancel := context.WithTimeout(cc.ctx, timeout)
 	defer cancel()
 	nc, err := cqlconn.DialTransport(ctx, ep, cc.connCfg)
 	if err == nil {
-		_ = nc.Close()
+		defer nc.Close()
+		if err := answersOptions(ctx, nc); err != nil {
+			if cc.ctx.Err() != nil {
+				return false, cc.ctx.Err()
+			}
+			return false, nil
+		}
 		return true, nil
 	}
 	if cc.ctx.Err() != nil {
@@ -253,4 +265,21 @@ func (cc *ControlConnection) applyPending(o *owner) {
 			delete(o.pendingStates, k)
 		}
 	}
+}
+
+// answersOptions sends an OPTIONS request (protocol v4 framing, stream 0) on nc and waits,
+// bounded by ctx, for the header of any answer.
+func answersOptions(ctx context.Context, nc net.Conn) error {
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Now()) })
+	defer stop()
+	// version 4 request, no flags, stream 0, opcode OPTIONS (0x05), empty body.
+	if _, err := nc.Write([]byte{0x04, 0, 0, 0, 0x05, 0, 0, 0, 0}); err != nil {
+		return err
+	}
+	var hdr [9]byte
+	_, err := io.ReadFull(nc, hdr[:])
+	return err
 }

@@ -196,3 +196,36 @@ func TestTheHostLostFromIsProbedAtOnce(t *testing.T) {
 		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(first.HostID()), "found back by the probe")
 	})
 }
+
+// A node that accepts connections but answers nothing (SIGSTOP on real Cassandra: the kernel
+// still accepts on its port) is found down by the probe after a reconnect. Fails with a
+// connect-only probe, which called such a node up (on real Cassandra, for the whole 40 s a
+// node was paused).
+func TestProbeFindsAHalfOpenNodeDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer func() { assert.NoError(t, c.Close()) }()
+		cc := newTestCC(t, c, Cadence{ConnectTimeout: 2 * time.Second})
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		time.Sleep(11 * time.Second)
+
+		first := nodeAt(c, connectedHost(t, cc))
+		var hung *cqlsim.Node
+		for _, n := range c.Nodes() {
+			if n != first {
+				hung = n
+			}
+		}
+		hung.Mute(true) // accepts, reads, never answers
+		defer hung.Mute(false)
+		require.Equal(t, metadata.StateUp, cc.Snapshot().State(hung.HostID()))
+
+		first.Stop()
+		second := nodeAt(c, waitConnectedTo(t, cc, first.Addr()))
+		require.NotEqual(t, hung, second, "ours cannot have connected to the hung node")
+		time.Sleep(probeSpread + 2*time.Second + time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(hung.HostID()), "the hung node is found down by its probe")
+	})
+}
