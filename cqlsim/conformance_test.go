@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,7 +146,9 @@ func recordSim(t *testing.T, cfg Config, want map[string]*conformance.Trace) (ma
 			require.NoError(t, rec.Watch(ctx, i))
 		}
 		for _, sc := range conformance.Scenarios {
+			drv.mu.Lock()
 			drv.ref, drv.starts = want[sc], map[int]int{}
+			drv.mu.Unlock()
 			tr, err := conformance.Run(ctx, drv, rec, sc)
 			assert.NoError(t, err, sc)
 			got[sc] = tr
@@ -158,9 +161,11 @@ func recordSim(t *testing.T, cfg Config, want map[string]*conformance.Trace) (ma
 // trace ref what the simulator cannot know: how long each start takes to open the CQL port, and
 // how long a decommission runs.
 type simDriver struct {
-	c      *Cluster
-	ref    *conformance.Trace
-	starts map[int]int // starts of each node in this scenario so far
+	c   *Cluster
+	ref *conformance.Trace
+
+	mu     sync.Mutex  // a full restart starts every node at once
+	starts map[int]int // starts of each node in this scenario so far; guarded by mu
 }
 
 func (d *simDriver) Source() string { return "cqlsim " + d.c.Config().ReleaseVersion }
@@ -188,8 +193,10 @@ func (d *simDriver) Kill(i int) (sent, exited time.Time, err error) {
 // Start opens node i's port as long after the start as the real node took to answer CQL.
 func (d *simDriver) Start(ctx context.Context, i int) (launched, ready time.Time, err error) {
 	n := d.c.Node(i)
+	d.mu.Lock()
 	k := d.starts[i]
 	d.starts[i]++
+	d.mu.Unlock()
 	n.SetSlowStart(d.refSpan(conformance.PhaseStart, conformance.PhaseReady, conformance.NodeName(i), k))
 	defer n.SetSlowStart(0)
 	launched = time.Now()
