@@ -9,8 +9,8 @@
 //
 // A 5.x ReleaseVersion behaves as real Cassandra 5.0.8 was recorded to (testdata/cassandra-5.0, held by
 // TestConformsToCassandra50): its default delays are 5.0's (DefaultGossipDelay50, DefaultStopAnnounceDelay50,
-// DefaultKillDetectDelay50), a graceful stop first pushes DOWN about the node itself to its own clients and a
-// removal REMOVED_NODE, and system.local lists its columns as Cassandra does. What still differs, and why, is
+// DefaultKillDetectDelay50), and a graceful stop first pushes DOWN about the node itself to its own clients and
+// a removal REMOVED_NODE; the columns of the system tables already matched. What still differs, and why, is
 // in README.md ("Held to Cassandra 5.0" and "Deviations from a real node"): v6-beta is refused (the protocol
 // library has no v6), COMPRESSION has no lz4, ports open without a real node's start-up time, and each gossip
 // delay is one fixed figure where real nodes vary by a gossip round.

@@ -1,7 +1,6 @@
 package cqlsim
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -54,9 +53,6 @@ func installSystemTables(s *store, r release, withPeersV2 bool) {
 	} else {
 		localSpecs = append(localSpecs, "thrift_version text")
 	}
-	// Cassandra lists the partition key, then the regular columns by name (as recorded from 5.0
-	// in testdata/cassandra-5.0/protocol.json).
-	slices.Sort(localSpecs[1:])
 	local := sysTable("local", 1, 0, localSpecs...)
 	local.virtual = func(s *store, n *Node) [][][]byte {
 		cells := map[string][]byte{
