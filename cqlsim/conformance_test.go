@@ -145,6 +145,7 @@ func recordSim(t *testing.T, cfg Config, want map[string]*conformance.Trace) (ma
 		for i := range c.Nodes() {
 			require.NoError(t, rec.Watch(ctx, i))
 		}
+		conformance.Settle(rec)
 		for _, sc := range conformance.Scenarios {
 			drv.mu.Lock()
 			drv.ref, drv.starts = want[sc], map[int]int{}

@@ -51,6 +51,7 @@ func TestRealConformance(t *testing.T) {
 	for i := range c.Nodes() {
 		require.NoError(t, rec.Watch(ctx, i))
 	}
+	conformance.Settle(rec)
 	traces := map[string]*conformance.Trace{}
 	for _, sc := range conformance.Scenarios {
 		begin := time.Now()
