@@ -44,8 +44,9 @@ const (
 	fullRestartQuietWithin = 60 * time.Second
 )
 
-// Scenarios lists the scenarios in the order Run runs them: each leaves the cluster as it found it
-// (the added node is the one decommissioned), except that Run needs node3.
+// Scenarios lists the scenarios in the order they are recorded: each leaves the cluster with the
+// same nodes up as it found them (the node added is the one decommissioned). The cluster needs
+// at least three nodes: node3 is the one stopped and killed.
 var Scenarios = []string{ScenarioStopStart, ScenarioKillStart, ScenarioFullRestart, ScenarioAddNode, ScenarioDecommission}
 
 // startupSettle is how long a fresh cluster's event connections must stay silent before the first
