@@ -14,11 +14,11 @@ import (
 const (
 	// StopDownTolerance: SIGTERM -> DOWN pushed. Cassandra announces its own shutdown to gossip
 	// first thing in its shutdown hook; the others push DOWN within a fraction of a second
-	// (recorded 26 to 145 ms in five runs; more when the cores are busy).
+	// (recorded 26 to 145 ms in six runs; more when the cores are busy).
 	StopDownTolerance = 1500 * time.Millisecond
 	// KillDownTolerance: SIGKILL -> DOWN pushed. The failure detector convicts on missed
 	// heartbeats (phi), so the delay depends on the heartbeats seen before and varies by
-	// seconds between runs and between nodes (recorded 18.9 to 21.0 s in five runs).
+	// seconds between runs and between nodes (recorded 18.9 to 21.0 s in six runs).
 	KillDownTolerance = 6 * time.Second
 	// UpTolerance: the node answers CQL -> UP (and NEW_NODE) pushed about it. A node gossips
 	// that its native transport is ready right after it opened it; the others push UP once
@@ -34,12 +34,12 @@ const (
 	// StopRaceWindow: when two nodes get SIGTERM within this time of each other (a full
 	// restart), whether one pushes DOWN about the other is a race: each announces its shutdown
 	// to gossip at once and closes its native transport a moment later (recorded: DOWNs about a
-	// peer 27-45 ms after the signals in two runs of five, none in the other three).
+	// peer 27-45 ms after the signals in two runs of six, none in the other four).
 	StopRaceWindow = time.Second
 	// RemovedTolerance: nodetool decommission began -> REMOVED_NODE pushed. The node announces
 	// LEAVING, waits the ring delay (30 s), streams its data (little here), then leaves the
 	// ring; every node, the leaving one included, pushes REMOVED_NODE within half a second of
-	// that (recorded 30.7 to 31.7 s in three runs). Streaming time varies with the load.
+	// that (recorded 30.7 to 32.3 s in four runs). Streaming time varies with the load.
 	RemovedTolerance = 5 * time.Second
 )
 
