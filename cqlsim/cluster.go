@@ -361,7 +361,10 @@ func (c *Cluster) AddNode() (*Node, error) {
 }
 
 // RemoveNode decommissions node i: it stops (if running) and the others announce REMOVED_NODE and drop it
-// from system.peers after StopAnnounceDelay.
+// from system.peers after StopAnnounceDelay. On 5.x the node first pushes REMOVED_NODE about itself to
+// its own clients, as Cassandra 5.0 does when it leaves the ring. RemoveNode is the moment the node
+// leaves the ring: a real decommission gets there only after announcing LEAVING and waiting the ring
+// delay (30 s by default), and nodetool returns another ring delay later.
 func (c *Cluster) RemoveNode(i int) error {
 	if c.static != nil {
 		return ErrStaticMembership
@@ -374,6 +377,9 @@ func (c *Cluster) RemoveNode(i int) error {
 	defer n.opMu.Unlock()
 	if n.State() == StateRemoved {
 		return nil
+	}
+	if c.rel.announcesOwnShutdown() {
+		n.pushAboutItself(ChangeRemoved)
 	}
 	if n.takeDown(StateRemoved, CloseStop, false) {
 		n.record(EventNodeDown, "", "")

@@ -21,6 +21,18 @@ const (
 	DefaultStopAnnounceDelay = 500 * time.Millisecond
 )
 
+// Defaults of the delays for a 5.x ReleaseVersion, as real Cassandra 5.0.8 showed them to a
+// client on loopback (recorded in testdata/cassandra-5.0; TestConformsToCassandra50 holds the
+// simulator to them): the others push DOWN a few tens of milliseconds after a SIGTERM (the
+// stopping node announces its shutdown to gossip first thing), DOWN about 20 s after a SIGKILL
+// (the failure detector's conviction), and UP within a second of the node answering CQL. The
+// defaults above stay those of 3.11, which was not recorded.
+const (
+	DefaultGossipDelay50       = 500 * time.Millisecond
+	DefaultStopAnnounceDelay50 = 50 * time.Millisecond
+	DefaultKillDetectDelay50   = 20 * time.Second
+)
+
 // Config describes a simulated cluster. The zero value is a valid one-node Cassandra 3.11 cluster.
 //
 // Delays follow one rule: zero means the default, a negative value means "at once".
@@ -64,13 +76,13 @@ type Config struct {
 	AuthQuorum bool
 
 	// GossipDelay is how long after a node's CQL port opens the other nodes announce it UP
-	// (and NEW_NODE for an added node). Default 1s.
+	// (and NEW_NODE for an added node). Default 1s (500ms on 5.x).
 	GossipDelay time.Duration
 	// KillDetectDelay is how long the other nodes take to announce a killed or blackholed node DOWN
-	// (the failure detector's conviction time). Default 10s.
+	// (the failure detector's conviction time). Default 10s (20s on 5.x).
 	KillDetectDelay time.Duration
 	// StopAnnounceDelay is how long the other nodes take to announce a gracefully stopped node DOWN,
-	// and a removed node REMOVED_NODE. Default 500ms.
+	// and a removed node REMOVED_NODE. Default 500ms (50ms on 5.x).
 	StopAnnounceDelay time.Duration
 
 	// IdleTimeout closes a client connection that sent nothing for this long (0 = never).
@@ -103,9 +115,13 @@ func (c Config) withDefaults() Config {
 	if c.TokensPerNode == 0 {
 		c.TokensPerNode = DefaultTokensPerNode
 	}
-	c.GossipDelay = delayOrDefault(c.GossipDelay, DefaultGossipDelay)
-	c.KillDetectDelay = delayOrDefault(c.KillDetectDelay, DefaultKillDetectDelay)
-	c.StopAnnounceDelay = delayOrDefault(c.StopAnnounceDelay, DefaultStopAnnounceDelay)
+	gossipDelay, killDelay, stopDelay := DefaultGossipDelay, DefaultKillDetectDelay, DefaultStopAnnounceDelay
+	if rel, err := parseRelease(c.ReleaseVersion); err == nil && rel.major >= 5 {
+		gossipDelay, killDelay, stopDelay = DefaultGossipDelay50, DefaultKillDetectDelay50, DefaultStopAnnounceDelay50
+	}
+	c.GossipDelay = delayOrDefault(c.GossipDelay, gossipDelay)
+	c.KillDetectDelay = delayOrDefault(c.KillDetectDelay, killDelay)
+	c.StopAnnounceDelay = delayOrDefault(c.StopAnnounceDelay, stopDelay)
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -186,6 +202,12 @@ func parseRelease(v string) (release, error) {
 
 // v4 reports whether the release has Cassandra 4.0's system tables and protocol v5.
 func (r release) v4() bool { return r.major >= 4 }
+
+// announcesOwnShutdown reports whether a graceful stop pushes STATUS_CHANGE DOWN about the node
+// itself to its own clients before the connections close (and a decommission REMOVED_NODE), as
+// recorded from Cassandra 5.0.8 (testdata/cassandra-5.0); 3.11 and 4.x were not recorded and
+// keep the older behaviour.
+func (r release) announcesOwnShutdown() bool { return r.major >= 5 }
 
 // maxProtocol is the greatest native protocol version the release speaks.
 func (r release) maxProtocol() int {

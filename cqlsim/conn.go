@@ -31,9 +31,10 @@ const (
 // outFrame is one frame for the writer goroutine.
 type outFrame struct {
 	f            *frame.Frame
-	compress     bool // compress the body (v3/v4 snappy)
-	switchModern bool // v5: later frames go in segments (after READY or AUTHENTICATE)
-	closeAfter   bool // close the connection (FIN) once written
+	compress     bool          // compress the body (v3/v4 snappy)
+	switchModern bool          // v5: later frames go in segments (after READY or AUTHENTICATE)
+	closeAfter   bool          // close the connection (FIN) once written
+	written      chan struct{} // closed once written (nil: nobody waits)
 }
 
 // serverConn is one client connection to a node. Its reader goroutine reads requests, answers them in
@@ -345,6 +346,25 @@ func (c *serverConn) push(typ primitive.EventType, ev message.Event) {
 	}
 }
 
+// pushTracked is push for an event the caller waits to see written: the returned channel is
+// closed once it is (nil: not registered, or the queue is full); if the connection ends first,
+// c.done is closed instead.
+func (c *serverConn) pushTracked(typ primitive.EventType, ev message.Event) chan struct{} {
+	c.mu.Lock()
+	v, registered := c.version, c.events[typ]
+	c.mu.Unlock()
+	if !registered {
+		return nil
+	}
+	written := make(chan struct{})
+	select {
+	case c.out <- outFrame{f: frame.NewFrame(v, -1, ev), compress: c.compressing.Load(), written: written}:
+		return written
+	default:
+		return nil
+	}
+}
+
 func (c *serverConn) writeLoop() {
 	defer close(c.writerDone)
 	var buf bytes.Buffer
@@ -365,6 +385,9 @@ func (c *serverConn) writeLoop() {
 			if _, err := c.nc.Write(buf.Bytes()); err != nil {
 				c.shutdown(CloseClient, false)
 				return
+			}
+			if o.written != nil {
+				close(o.written)
 			}
 			if o.switchModern {
 				c.modernOut = true

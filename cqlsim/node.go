@@ -313,6 +313,9 @@ func (n *Node) serve(ln net.Listener) {
 func (n *Node) Stop() {
 	n.opMu.Lock()
 	defer n.opMu.Unlock()
+	if n.c.rel.announcesOwnShutdown() {
+		n.pushAboutItself(ChangeDown)
+	}
 	if n.takeDown(StateDown, CloseStop, false) {
 		n.record(EventNodeDown, "", "")
 		n.c.gossip.stopped(n.index)
@@ -327,6 +330,46 @@ func (n *Node) Kill() {
 	if n.takeDown(StateKilled, CloseKill, true) {
 		n.record(EventNodeKilled, "", "")
 		n.c.gossip.failed(n.index)
+	}
+}
+
+// ownShutdownFlush bounds how long a stopping node waits for its own DOWN to be written to a
+// connection before it closes it.
+const ownShutdownFlush = time.Second
+
+// pushAboutItself sends change (DOWN, REMOVED_NODE) about the node itself to its own registered
+// connections and waits until each is written (or ownShutdownFlush), as a 5.0 node does when it
+// shuts down gracefully (it marks itself down first thing in its shutdown hook, and its native
+// transport, still open, pushes that to its clients) or leaves the ring. A node that is not up,
+// or muted, sends nothing. Called with opMu held.
+func (n *Node) pushAboutItself(change Change) {
+	n.mu.Lock()
+	if n.state != StateUp || n.muted {
+		n.mu.Unlock()
+		return
+	}
+	conns := make([]*serverConn, 0, len(n.conns))
+	for c := range n.conns {
+		conns = append(conns, c)
+	}
+	n.mu.Unlock()
+	typ, ev := changeEvent(n.ip, n.c.port, change)
+	deadline := time.NewTimer(ownShutdownFlush)
+	defer deadline.Stop()
+	type pending struct{ written, done <-chan struct{} }
+	var waits []pending
+	for _, c := range conns {
+		if w := c.pushTracked(typ, ev); w != nil {
+			waits = append(waits, pending{w, c.done})
+		}
+	}
+	for _, w := range waits {
+		select {
+		case <-w.written:
+		case <-w.done:
+		case <-deadline.C:
+			return
+		}
 	}
 }
 

@@ -340,8 +340,12 @@ func (c *Cluster) AddNode(ctx context.Context) (*Node, error) {
 // what it printed.
 func (c *Cluster) Nodetool(ctx context.Context, i int, args ...string) (string, error) {
 	n := c.Node(i)
-	cmdArgs := append([]string{"-Xmx128m", "-cp", filepath.Join(c.inst.Lib, "*"), "org.apache.cassandra.tools.NodeTool",
-		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort())}, args...)
+	// The tool needs the JDK 17 module exports and opens too: without them it fails on its
+	// first file access (FileUtils' static initialiser) before it connects.
+	cmdArgs := append([]string{"-Xmx128m"}, moduleFlags()...)
+	cmdArgs = append(cmdArgs, "-cp", filepath.Join(c.inst.Lib, "*"), "org.apache.cassandra.tools.NodeTool",
+		"-h", "127.0.0.1", "-p", strconv.Itoa(n.JMXPort()))
+	cmdArgs = append(cmdArgs, args...)
 	out, err := exec.CommandContext(ctx, "java", cmdArgs...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("realcluster: nodetool %s on node%d: %w: %s", strings.Join(args, " "), i+1, err, lastLines(string(out), 3))

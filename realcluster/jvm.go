@@ -48,6 +48,19 @@ var jvm17Flags = []string{
 	"-Dio.netty.allocator.maxOrder=11",
 }
 
+// moduleFlags are the --add-exports and --add-opens pairs of jvm17Flags, which Cassandra's
+// tools (nodetool) need as the server does.
+func moduleFlags() []string {
+	var out []string
+	for i := 0; i < len(jvm17Flags); i++ {
+		if f := jvm17Flags[i]; (f == "--add-exports" || f == "--add-opens") && i+1 < len(jvm17Flags) {
+			out = append(out, f, jvm17Flags[i+1])
+			i++
+		}
+	}
+	return out
+}
+
 // markerProp tags every JVM this package starts with its node directory, so that a later run
 // can find and end one that outlived its test process (see sweepOrphans).
 const markerProp = "-Dcqlcontrol.realcluster="

@@ -136,9 +136,9 @@ func parseSimFlags(args []string, stdout, stderr io.Writer) (simOptions, error) 
 	fs.IntVar(&cfg.TokensPerNode, "tokens", cqlsim.DefaultTokensPerNode, "tokens per node")
 	fs.StringVar(&cfg.Username, "username", "", "require PasswordAuthenticator with this user (with --password)")
 	fs.StringVar(&cfg.Password, "password", "", "the password for --username")
-	fs.DurationVar(&cfg.GossipDelay, "gossip-delay", cqlsim.DefaultGossipDelay, "port open -> the others announce UP (0: at once)")
-	fs.DurationVar(&cfg.StopAnnounceDelay, "stop-announce-delay", cqlsim.DefaultStopAnnounceDelay, "graceful stop -> the others announce DOWN (0: at once)")
-	fs.DurationVar(&cfg.KillDetectDelay, "kill-detect-delay", cqlsim.DefaultKillDetectDelay, "kill or blackhole -> the others announce DOWN (0: at once)")
+	fs.DurationVar(&cfg.GossipDelay, "gossip-delay", 0, fmt.Sprintf("port open -> the others announce UP (0: at once; unset: %v, %v on 5.x releases)", cqlsim.DefaultGossipDelay, cqlsim.DefaultGossipDelay50))
+	fs.DurationVar(&cfg.StopAnnounceDelay, "stop-announce-delay", 0, fmt.Sprintf("graceful stop -> the others announce DOWN (0: at once; unset: %v, %v on 5.x releases)", cqlsim.DefaultStopAnnounceDelay, cqlsim.DefaultStopAnnounceDelay50))
+	fs.DurationVar(&cfg.KillDetectDelay, "kill-detect-delay", 0, fmt.Sprintf("kill or blackhole -> the others announce DOWN (0: at once; unset: %v, %v on 5.x releases)", cqlsim.DefaultKillDetectDelay, cqlsim.DefaultKillDetectDelay50))
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close client connections idle this long (0: never)")
 	fs.StringVar(&o.listen, "listen", "", "static mode: `IP` the node's CQL port binds (0.0.0.0 in a container)")
 	fs.StringVar(&o.advert, "advertise", "", "static mode: the node's own `IP` (default: --listen, or the first non-loopback interface address)")
@@ -189,9 +189,12 @@ func parseSimFlags(args []string, stdout, stderr io.Writer) (simOptions, error) 
 	if net.ParseIP(cfg.BaseIP).To4() == nil {
 		return bad("--base-ip %q is not an IPv4 address", cfg.BaseIP)
 	}
-	// cqlsim reads a zero delay as "the default" and a negative one as "at once"; here 0 means at once.
-	for _, d := range []*time.Duration{&cfg.GossipDelay, &cfg.StopAnnounceDelay, &cfg.KillDetectDelay} {
+	// cqlsim reads a zero delay as "the default" (the release's) and a negative one as "at once";
+	// here an unset flag means the default and 0 means at once.
+	for name, d := range map[string]*time.Duration{"gossip-delay": &cfg.GossipDelay,
+		"stop-announce-delay": &cfg.StopAnnounceDelay, "kill-detect-delay": &cfg.KillDetectDelay} {
 		switch {
+		case !set[name]:
 		case *d < 0:
 			return bad("--gossip-delay, --stop-announce-delay and --kill-detect-delay must not be negative, not %v", *d)
 		case *d == 0:
