@@ -162,7 +162,7 @@ func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, er
 	defer cancel()
 	nc, err := cqlconn.DialTransport(ctx, ep, cc.connCfg)
 	if err == nil {
-		defer nc.Close()
+		defer func() { _ = nc.Close() }()
 		if err := answersOptions(ctx, nc); err != nil {
 			if cc.ctx.Err() != nil {
 				return false, cc.ctx.Err()

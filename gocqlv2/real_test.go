@@ -97,7 +97,7 @@ func TestRealV2FullRestart(t *testing.T) {
 		var addr net.IP
 		qctx, qcancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer qcancel()
-		err := session.Query("SELECT rpc_address FROM system.local").SetHostID(ids[ip]).WithContext(qctx).Scan(&addr)
+		err := session.Query("SELECT rpc_address FROM system.local").SetHostID(ids[ip]).ScanContext(qctx, &addr)
 		return err == nil && addr.String() == ip
 	}
 	require.Eventually(t, func() bool {

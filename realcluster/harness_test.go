@@ -75,7 +75,7 @@ func TestMavenErrorIsOneLine(t *testing.T) {
 func TestSimProviderFullRestart(t *testing.T) {
 	s, err := StartSim(cqlsim.Config{Nodes: 3, ReleaseVersion: "5.0.8"})
 	require.NoError(t, err)
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	var p Provider = s
 	assert.Equal(t, "cqlsim 5.0.8", p.Name())
 	assert.Len(t, p.Hosts(), 3)

@@ -120,7 +120,7 @@ func (s *Sim) Start(ctx context.Context, i int) error {
 func (s *Sim) ReadyAt(i int) time.Time { return s.ready[i] }
 
 // Close implements Provider.
-func (s *Sim) Close() error { s.C.Close(); return nil }
+func (s *Sim) Close() error { return s.C.Close() }
 
 // awaitCQL polls addr every 10 ms until it answers a CQL handshake, and returns when it first did.
 func awaitCQL(ctx context.Context, addr string, within time.Duration) (time.Time, error) {

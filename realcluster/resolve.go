@@ -96,7 +96,7 @@ func Resolve(version string) (Installation, error) {
 	if err != nil {
 		return Installation{}, fmt.Errorf("realcluster: cache lock: %w", err)
 	}
-	defer lock.Close()
+	defer func() { _ = lock.Close() }()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return Installation{}, fmt.Errorf("realcluster: cache lock: %w", err)
 	}

@@ -24,7 +24,7 @@ func startupAnswer(t *testing.T, addr string, v byte, beta bool) (opcode byte, c
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	body := []byte{0, 1}
 	for _, s := range []string{"CQL_VERSION", "3.0.0"} {

@@ -52,7 +52,7 @@ func TestWatchCommand(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		t.Logf("watch ended: %v", <-exited)
 	}()
 	wait := func(within time.Duration, what string, cond func(string) bool) string {
 		t.Helper()
