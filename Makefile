@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak long real demo sim image clean
+.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak long real traces demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector, then the
 # allocation tests again without it (the race detector's instrumentation allocates, so they
@@ -30,9 +30,15 @@ long:
 # The real-Cassandra suites: Apache Cassandra 5.0 resolved with Maven into the user's cache
 # (realcluster), 3 JVMs on 127.0.0.1-3, the restart contracts with gocql v1.7.0 and v2.1.2 and
 # cqlsim held to the recorded traces. Needs java (17) and mvn; skips, saying so, without them.
+# The live traces check (TestRealConformance, about 5 minutes: the committed traces in
+# cqlsim/testdata/cassandra-5.0 still describe this Cassandra; CQLCONTROL_RECORD=1 rewrites them)
+# runs in `make traces`, not here: the default suite holds cqlsim to the committed traces.
 real:
-	CQLCONTROL_REAL=1 $(GO) test -p 1 -count=1 -timeout 40m -v ./realcluster/ ./integration/real/
+	CQLCONTROL_REAL=1 $(GO) test -p 1 -count=1 -timeout 40m -v -skip 'TestRealConformance' ./realcluster/ ./integration/real/
 	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'Real' ./...
+
+traces:
+	CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'TestRealConformance' ./realcluster/
 
 # golangci-lint at a pinned version, built from the module proxy on first use (cached after);
 # .golangci.yml says which linters and why any finding kind is left out.
