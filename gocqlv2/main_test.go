@@ -8,6 +8,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence,
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(session.Close)
+	bounded.Close(t, "gocql v2 Session.Close", session.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))

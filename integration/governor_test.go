@@ -17,6 +17,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -93,7 +94,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	}
 	p.session, err = cluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(p.session.Close)
+	bounded.Close(t, "gocql Session.Close", p.session.Close)
 	startCC(t, p.cc, 10*time.Second)
 	eventually(t, 10*time.Second, func() bool {
 		for _, ip := range hostsOf(sim.Nodes()) {
@@ -148,7 +149,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 	aloneCluster.Dialer = alone
 	aloneSession, err := aloneCluster.CreateSession()
 	require.NoError(t, err)
-	defer aloneSession.Close()
+	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, aloneSession.Close)
 
 	ips := hostsOf(sim.Nodes())
 	var oursLate, dataLate latencies

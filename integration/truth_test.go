@@ -13,6 +13,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 )
@@ -166,7 +167,7 @@ func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.C
 	t.Cleanup(func() { require.NoError(t, cc.Close()) })
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(session.Close)
+	bounded.Close(t, "gocql Session.Close", session.Close)
 	startCC(t, cc, within)
 	return cc, session
 }
