@@ -186,7 +186,7 @@ func waitStable(t *testing.T, cc *controlconn.ControlConnection, d time.Duration
 type latencies []time.Duration
 
 // quantile is the nearest-rank quantile: the smallest sample with at least q of the samples
-// at or below it (so p99 of 20 samples is the largest).
+// at or below it (so with fewer than 100 samples p99 is the largest: say max).
 func (l latencies) quantile(q float64) time.Duration {
 	if len(l) == 0 {
 		return 0
@@ -199,9 +199,13 @@ func (l latencies) quantile(q float64) time.Duration {
 
 func (l latencies) max() time.Duration { return l.quantile(1) }
 
+// String gives p50 and max; p99 only from 100 samples on (below, it is the max).
 func (l latencies) String() string {
-	return "p50 " + ms(l.quantile(0.5)) + ", p99 " + ms(l.quantile(0.99)) + ", max " + ms(l.max()) +
-		" (n=" + strconv.Itoa(len(l)) + ")"
+	p99 := ""
+	if len(l) >= 100 {
+		p99 = ", p99 " + ms(l.quantile(0.99))
+	}
+	return "p50 " + ms(l.quantile(0.5)) + p99 + ", max " + ms(l.max()) + " (n=" + strconv.Itoa(len(l)) + ")"
 }
 
 // ms formats d in milliseconds with one decimal, for figures that are quoted.
