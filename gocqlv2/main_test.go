@@ -2,6 +2,7 @@ package gocqlv2
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -42,4 +43,16 @@ func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence,
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
 	return cc
+}
+
+// longEnv enables the long cases (make long sets it).
+const longEnv = "CQLCONTROL_LONG"
+
+// skipUnlessLong skips a long case unless longEnv is set, saying why: how long it takes and
+// what covers it in the regular suite.
+func skipUnlessLong(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(longEnv) == "" {
+		t.Skipf("long case (%s): run make long, or set %s=1", why, longEnv)
+	}
 }
