@@ -33,6 +33,13 @@ func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
 // ends, the session first.
 func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) *controlconn.ControlConnection {
 	t.Helper()
+	cc, _ := attachSession(t, cluster, cad, opts...)
+	return cc
+}
+
+// attachSession is attach, returning the session too.
+func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, *gocql.Session) {
+	t.Helper()
 	cc, err := New(cluster, cad, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
@@ -42,7 +49,7 @@ func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence,
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
-	return cc
+	return cc, session
 }
 
 // longEnv enables the long cases (make long sets it).
