@@ -106,7 +106,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	require.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	bounded.Close(t, "gocql v2 Session.Close", session.Close)
+	bounded.Close(t, "gocql v2 Session.Close (the governed session)", session.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
@@ -117,7 +117,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	aloneCluster.Dialer = alone
 	aloneSession, err := aloneCluster.CreateSession()
 	require.NoError(t, err)
-	bounded.Close(t, "gocql v2 Session.Close", aloneSession.Close)
+	bounded.Close(t, "gocql v2 Session.Close (the session alone)", aloneSession.Close)
 
 	everyHostServes(t, session, sim, 10*time.Second)
 	everyHostServes(t, aloneSession, sim, 10*time.Second)

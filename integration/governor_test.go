@@ -163,7 +163,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 	aloneCluster.Dialer = alone
 	aloneSession, err := aloneCluster.CreateSession()
 	require.NoError(t, err)
-	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, aloneSession.Close)
+	defer bounded.Run(t, "gocql Session.Close (the session alone)", bounded.CloseWithin, aloneSession.Close)
 
 	ips := hostsOf(sim.Nodes())
 	var oursLate, dataLate latencies
