@@ -25,8 +25,8 @@ gocqlv2:
 
 # The long cases, which make test skips (each says why): real-time repeats on real sockets of
 # figures that virtual-time tests pin in the regular suite, and outages of a minute or more.
-# The ten 60 s governed outages alone take about 11 minutes. .ci/run runs them after make test
-# when CQLCONTROL_LONG=1 is set (a nightly or pre-release job), not on every change.
+# About 17 minutes on two cores, 10 of them the ten 60 s governed outages. .ci/run runs it after
+# make test when CQLCONTROL_LONG=1 is set (a nightly or pre-release job), not on every change.
 LONG_TESTS = TestGovernedLongOutages|TestGovernedSixtySecondOutage|TestGovernedFullOutageSevenNodes|TestBlindShortOutages|TestBlindDialsDoNotGrowWithNodesRealSockets|TestFullRestartsAndLongOutageWithGocqlSessionAttached
 LONG_TESTS_V2 = TestFullRestartsAndLongOutageWithV2SessionAttached
 long:
