@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/gocql/gocql"
@@ -173,7 +174,7 @@ func TestSimulatorGocqlEvidenceReArms(t *testing.T) {
 	defer func() { assert.NoError(t, cc.Close()) }()
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	defer session.Close()
+	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))

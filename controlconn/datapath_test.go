@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -54,7 +55,7 @@ func TestDataPathLagFromOurUpToGocqlsHostUp(t *testing.T) {
 	defer func() { assert.NoError(t, cc.Close()) }()
 	session, err := cfg.CreateSession()
 	require.NoError(t, err)
-	defer session.Close()
+	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 	waitConnectedStart(t, cc)
 
 	// Restart a node other than ours.

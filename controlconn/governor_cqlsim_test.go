@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -125,7 +126,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 		session = s
 		return true
 	}, "a gocql session can be created while ours is cut off")
-	defer session.Close()
+	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 	took := time.Since(begin)
 	rearmedAt, ok := rearms.firstSince(begin)
 	require.True(t, ok, "gocql's dial that connected re-armed ours")

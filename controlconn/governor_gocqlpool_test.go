@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,7 +104,7 @@ func TestGovernedRefusalDoesNotHoldGocqlsReconnectLoop(t *testing.T) {
 		require.Equal(t, GovernedReconnectInterval, cfg.ReconnectInterval)
 		session, err := cfg.CreateSession()
 		require.NoError(t, err)
-		defer session.Close()
+		defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		require.NoError(t, cc.Start(ctx))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -58,7 +59,7 @@ func TestHostDialerGetsGocqlsHostInfoWithTheHostname(t *testing.T) {
 	defer func() { assert.NoError(t, cc.Close()) }()
 	session, err := cluster.CreateSession()
 	require.NoError(t, err, "gocql itself dials with the hostname")
-	defer session.Close()
+	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 )
 
 // New after CreateSession is told: the session never reports host events (gocql copied the
@@ -42,7 +43,7 @@ func TestNewAfterCreateSessionIsTold(t *testing.T) {
 		require.NoError(t, cc.Start(ctx))
 		cancel()
 		require.NoError(t, cc.Close())
-		session.Close()
+		bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 		if sessionFirst {
 			assert.Contains(t, logs.String(), "call New before CreateSession", "session first")
 		} else {

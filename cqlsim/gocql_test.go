@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/gocql/gocql"
 	"github.com/scylladb/gocqlx/v2"
 	"github.com/scylladb/gocqlx/v2/qb"
@@ -113,7 +114,7 @@ func newSession(t *testing.T, c *Cluster, p *recordingPolicy, tweak func(*gocql.
 	}
 	s, err := cfg.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	bounded.Close(t, "gocql Session.Close", s.Close)
 	return s
 }
 
@@ -270,7 +271,7 @@ func TestGocqlAuthentication(t *testing.T) {
 	bad.Authenticator = gocql.PasswordAuthenticator{Username: "admin", Password: "n3w"}
 	s2, err := bad.CreateSession()
 	require.NoError(t, err)
-	s2.Close()
+	bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, s2.Close)
 }
 
 func TestGocqlDiscovers100Nodes(t *testing.T) {
@@ -324,5 +325,5 @@ func TestAuthQuorumUnavailableWhileFewerThanAQuorumAreUp(t *testing.T) {
 	require.NoError(t, c.Node(1).Start())
 	s, err := gc.CreateSession()
 	require.NoError(t, err, "2 of 3 up: a quorum")
-	s.Close()
+	bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, s.Close)
 }

@@ -18,6 +18,7 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -105,7 +106,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	require.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(session.Close)
+	bounded.Close(t, "gocql v2 Session.Close (the governed session)", session.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
@@ -116,7 +117,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	aloneCluster.Dialer = alone
 	aloneSession, err := aloneCluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(aloneSession.Close)
+	bounded.Close(t, "gocql v2 Session.Close (the session alone)", aloneSession.Close)
 
 	everyHostServes(t, session, sim, 10*time.Second)
 	everyHostServes(t, aloneSession, sim, 10*time.Second)

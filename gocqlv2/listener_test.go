@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -157,7 +158,10 @@ func TestNoSessionOrderWarningForV2(t *testing.T) {
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	attach(t, v2Cluster(sim), controlconn.Cadence{}, controlconn.WithLogger(logger))
-	require.Contains(t, buf.String(), "control connection up", "the logger is the control connection's")
+	// Start returns when the connection is adopted; the worker goroutine then gives the warning,
+	// if any, and logs "control connection up" after it: wait for that line, then look.
+	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "control connection up") },
+		10*time.Second, 5*time.Millisecond, "the logger is the control connection's; logged: %s", &buf)
 	assert.NotContains(t, buf.String(), "no gocql session has been created")
 }
 

@@ -2,12 +2,14 @@ package gocqlv2
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,14 +33,33 @@ func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
 // ends, the session first.
 func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) *controlconn.ControlConnection {
 	t.Helper()
+	cc, _ := attachSession(t, cluster, cad, opts...)
+	return cc
+}
+
+// attachSession is attach, returning the session too.
+func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, *gocql.Session) {
+	t.Helper()
 	cc, err := New(cluster, cad, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(session.Close)
+	bounded.Close(t, "gocql v2 Session.Close", session.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
-	return cc
+	return cc, session
+}
+
+// longEnv enables the long cases (make long sets it).
+const longEnv = "CQLCONTROL_LONG"
+
+// skipUnlessLong skips a long case unless longEnv is set, saying why: how long it takes and
+// what covers it in the regular suite.
+func skipUnlessLong(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv(longEnv) == "" {
+		t.Skipf("long case (%s): run make long, or set %s=1", why, longEnv)
+	}
 }

@@ -20,6 +20,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	gocqlv1 "github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -148,7 +149,7 @@ func TestSessionsNegotiate(t *testing.T) {
 					return
 				}
 				require.NoError(t, err)
-				defer session.Close()
+				defer bounded.Run(t, "gocql v2 Session.Close", bounded.CloseWithin, session.Close)
 				assert.Equal(t, release, releaseOf(t, session.Query("SELECT release_version FROM system.local").Scan))
 				if proto == 0 && release == release311 {
 					// v2 starts at v5: the first connection gets the beta refusal, the next speak v4.
@@ -168,7 +169,7 @@ func TestSessionsNegotiate(t *testing.T) {
 				cluster.ProtoVersion = proto
 				session, err := cluster.CreateSession()
 				require.NoError(t, err)
-				defer session.Close()
+				defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 				assert.Equal(t, release, releaseOf(t, session.Query("SELECT release_version FROM system.local").Scan))
 			})
 		}

@@ -36,8 +36,11 @@ const (
 	blindStableAfter      = time.Second
 )
 
-// Real time, real sockets: five planned-restart-sized outages of the whole cluster.
+// Real time, real sockets: five planned-restart-sized outages of the whole cluster (about
+// 50 s, in make long). TestBlindShortOutagesSevenNodesVirtualTime pins the same promise on 7
+// nodes in virtual time for the regular suite.
 func TestBlindShortOutages(t *testing.T) {
+	skipUnlessLong(t, "about 50 s; TestBlindShortOutagesSevenNodesVirtualTime pins it in virtual time")
 	sim := startCluster(t, cqlsim.Config{Nodes: 3})
 	rec := new(clientprobe.Recorder)
 	// The default cadence, except StableAfter, so that each outage starts a fresh recovery

@@ -24,6 +24,7 @@ import (
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 )
 
 // ctrImageEnv names a real image to run instead of the simulator's, for users who have a registry. It must
@@ -264,7 +265,7 @@ func ctrSession(t *testing.T, contact string, rec *ctrHosts) *gocql.Session {
 	cfg.PoolConfig.HostSelectionPolicy = rec
 	s, err := cfg.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(s.Close)
+	bounded.Close(t, "gocql Session.Close", s.Close)
 	return s
 }
 

@@ -3,8 +3,8 @@ package integration
 // Figures of the last run (go test -race ./integration/, 2 shared cores, 2026-11-30):
 //
 //	recovery after 20 full restarts, 1-3 s outages, 3 nodes, gocql attached:
-//	  p50 285.2 ms, p99 801.1 ms, max 801.1 ms after the first node_up; 10 of 20 re-armed
-//	  (earlier runs: p99 896.0, 454.0, 908.2 and 789.2 ms)
+//	  p50 285.2 ms, max 801.1 ms after the first node_up; 10 of 20 re-armed
+//	  (earlier runs: max 896.0, 454.0, 908.2 and 789.2 ms)
 //	60 s outage (whole cluster down): 17 attempts, 35 dials (3 nodes: every node in the first
 //	  attempt, then plan.BlindAttemptHosts; 51 when every attempt dialled every node);
 //	  back 465.1 ms after the first node_up (re-armed)
@@ -26,12 +26,21 @@ import (
 // real time on real sockets.
 //
 // Contract: the control connection is back within 1.5 s of the first node accepting
-// connections again (p99 over at least 20 restarts), and during a 60 s outage it makes at
-// most 20 reconnection attempts.
+// connections again (the largest of 20 restarts, which is also their p99), and during a 60 s
+// outage it makes at most 20 reconnection attempts.
+//
+// The regular suite restarts the cluster shortRestarts times, one of each outage length, and
+// holds each to the bound (about 20 s); make long runs the 20 restarts and the 60 s outage
+// (about 2 minutes). What decides those figures is pinned in virtual time in the regular
+// suite: the re-arm on gocql's evidence (controlconn's
+// TestHostUpEvidenceReArmsAndDialsThatHostFirst), the blind schedule through a full outage
+// (TestFullOutageBlindScheduleReconnects) and its attempts per outage length (lab's
+// TestMustShow).
 
 const (
 	restartBackWithin  = 1500 * time.Millisecond
 	restarts           = 20
+	shortRestarts      = 5
 	longOutage         = 60 * time.Second
 	longOutageAttempts = 20
 	// restartStableAfter is short so that each restart, a second or two after the previous
@@ -40,6 +49,20 @@ const (
 )
 
 func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
+	fullRestarts(t, shortRestarts, false)
+}
+
+// TestFullRestartsAndLongOutageWithGocqlSessionAttached is the whole contract: 20 restarts,
+// then the 60 s outage.
+func TestFullRestartsAndLongOutageWithGocqlSessionAttached(t *testing.T) {
+	skipUnlessLong(t, "about 2 minutes; TestFullRestartWithGocqlSessionAttached restarts 5 times, virtual-time tests pin the rest")
+	fullRestarts(t, restarts, true)
+}
+
+// fullRestarts restarts the whole cluster n times, 1 to 3 s each, with a gocql session
+// attached, and holds every recovery to restartBackWithin; then, with longOutage, keeps it
+// down for longOutage and counts the attempts.
+func fullRestarts(t *testing.T, n int, withLongOutage bool) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 	cluster := gocqlCluster(sim)
 	rec := new(clientprobe.Recorder)
@@ -48,8 +71,8 @@ func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
 
 	var back latencies
 	rearmed := 0
-	for i := range restarts {
-		// 1, 1.5, 2, 2.5, 3 s, four times over.
+	for i := range n {
+		// 1, 1.5, 2, 2.5, 3 s, and again.
 		outage := time.Second + time.Duration(i%5)*500*time.Millisecond
 		waitStable(t, cc, restartStableAfter+100*time.Millisecond)
 		begin := time.Now()
@@ -67,8 +90,11 @@ func TestFullRestartWithGocqlSessionAttached(t *testing.T) {
 			i+1, outage, ms(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)), rc.ReArmed)
 	}
 	t.Logf("FIGURE restart recovery over %d full restarts (1-3 s outages): %v; %d of %d ended by a re-armed attempt",
-		restarts, back, rearmed, restarts)
-	assert.LessOrEqual(t, back.quantile(0.99), restartBackWithin, "p99 of restart recovery")
+		n, back, rearmed, n)
+	assert.LessOrEqual(t, back.max(), restartBackWithin, "restart recovery (max)")
+	if !withLongOutage {
+		return
+	}
 
 	// One long outage: the blind schedule must not storm while nothing is up. The outage is
 	// the time the whole cluster is down, from the last node_down to the first node_up.

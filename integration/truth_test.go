@@ -13,6 +13,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 )
@@ -166,7 +167,7 @@ func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.C
 	t.Cleanup(func() { require.NoError(t, cc.Close()) })
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	t.Cleanup(session.Close)
+	bounded.Close(t, "gocql Session.Close", session.Close)
 	startCC(t, cc, within)
 	return cc, session
 }
@@ -185,7 +186,7 @@ func waitStable(t *testing.T, cc *controlconn.ControlConnection, d time.Duration
 type latencies []time.Duration
 
 // quantile is the nearest-rank quantile: the smallest sample with at least q of the samples
-// at or below it (so p99 of 20 samples is the largest).
+// at or below it (so with fewer than 100 samples p99 is the largest: say max).
 func (l latencies) quantile(q float64) time.Duration {
 	if len(l) == 0 {
 		return 0
@@ -198,9 +199,13 @@ func (l latencies) quantile(q float64) time.Duration {
 
 func (l latencies) max() time.Duration { return l.quantile(1) }
 
+// String gives p50 and max; p99 only from 100 samples on (below, it is the max).
 func (l latencies) String() string {
-	return "p50 " + ms(l.quantile(0.5)) + ", p99 " + ms(l.quantile(0.99)) + ", max " + ms(l.max()) +
-		" (n=" + strconv.Itoa(len(l)) + ")"
+	p99 := ""
+	if len(l) >= 100 {
+		p99 = ", p99 " + ms(l.quantile(0.99))
+	}
+	return "p50 " + ms(l.quantile(0.5)) + p99 + ", max " + ms(l.max()) + " (n=" + strconv.Itoa(len(l)) + ")"
 }
 
 // ms formats d in milliseconds with one decimal, for figures that are quoted.

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 )
 
@@ -37,7 +38,7 @@ func TestCallerOfGocqlSession(t *testing.T) {
 	start := time.Now()
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	defer session.Close()
+	defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
 
 	// gocql dials its control connection once, then NumConns per host; pools fill in the
 	// background.

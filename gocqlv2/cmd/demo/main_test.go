@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -24,7 +25,14 @@ func TestDemoRestartsTheClusterWithAV2Session(t *testing.T) {
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"-outage", "1s", "-stable-after", "500ms", "-wait", "10s", "-release", "4.1.5"}, &out, &errOut)
+	var err error
+	// The demo ends with gocql v2's Session.Close, which an upstream bug can hang
+	// (docs/gocqlv2-known-issues.md): bounded, so that a hang fails here with every stack.
+	if !bounded.Run(t, "the v2 demo (it ends with gocql v2's Session.Close)", 2*time.Minute, func() {
+		err = run(ctx, []string{"-outage", "1s", "-stable-after", "500ms", "-wait", "10s", "-release", "4.1.5"}, &out, &errOut)
+	}) {
+		return
+	}
 	require.NoError(t, err, "stderr: %s", errOut.String())
 	t.Log("\n" + out.String())
 	assert.Regexp(t, `full-cluster restart of 3 simulated nodes \(release 4\.1\.5, port \d+\), outage 1\.\d{3} s`, out.String())
