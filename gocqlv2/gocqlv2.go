@@ -10,8 +10,6 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	gocqlv1 "github.com/gocql/gocql"
 )
 
@@ -50,8 +48,8 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	if err != nil {
 		return nil, err
 	}
-	var gate dialgov.Gate
-	take := ccopt.TakeGovernor[controlconn.Option](func(g dialgov.Gate) { gate = g })
+	var gate controlconn.DriverGate
+	take := controlconn.WithDriverGate(func(g controlconn.DriverGate) { gate = g })
 	inner := v2HostDialer(cluster, c.Conn.TLS) // before NewWithListener governs c's own dials
 	cc, err := controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q) },
 		append(slices.Clip(opts), take)...)

@@ -11,7 +11,6 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 )
 
 // v2DefaultReconnectInterval is gocql v2's NewCluster ReconnectInterval.
@@ -21,7 +20,7 @@ const v2DefaultReconnectInterval = 60 * time.Second
 // HostDialer becomes a governed one around what the user configured (inner), and gocql v2's
 // default reconnect tick becomes controlconn.GovernedReconnectInterval, as controlconn.New does
 // for gocql v1.
-func governV2(cluster *gocql.ClusterConfig, gate dialgov.Gate, inner gocql.HostDialer) {
+func governV2(cluster *gocql.ClusterConfig, gate controlconn.DriverGate, inner gocql.HostDialer) {
 	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
 	gate.SetReconnectInterval(cluster.ReconnectInterval)
 	conviction := cluster.ConvictionPolicy
@@ -85,7 +84,7 @@ func (p *plainDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocq
 // governor first (see controlconn.Governor). A refused dial fails at once with an error
 // wrapping controlconn.ErrGoverned and sends nothing.
 type governedDialer struct {
-	gate  dialgov.Gate
+	gate  controlconn.DriverGate
 	inner gocql.HostDialer
 }
 
