@@ -139,7 +139,7 @@ func addFile(zw *zip.Writer, name, src string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only
 	w, err := zw.Create(name)
 	if err != nil {
 		return err
