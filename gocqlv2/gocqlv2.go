@@ -43,7 +43,8 @@ const maxProtoVersion = 4
 // connection's own, wraps cluster.ConvictionPolicy so that a refused dial never convicts a host,
 // and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
 // controlconn.GovernedReconnectInterval (after Close, a down host gets one real dial per the
-// interval the user configured). controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
+// interval the user configured), and wraps cluster.Logger, if set, so that a refused dial logs
+// one line (gocql v2's Debug one), not two. controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping
 // controlconn.ErrGoverned and send nothing.
 func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {

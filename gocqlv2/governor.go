@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -28,6 +29,9 @@ func governV2(cluster *gocql.ClusterConfig, gate controlconn.DriverGate, inner g
 		conviction = &gocql.SimpleConvictionPolicy{}
 	}
 	cluster.ConvictionPolicy = governedConviction{inner: conviction}
+	if cluster.Logger != nil {
+		cluster.Logger = refusalLogger{cluster.Logger}
+	}
 	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
 		cluster.ReconnectInterval = controlconn.GovernedReconnectInterval
 	}
@@ -119,6 +123,35 @@ func (c governedConviction) AddFailure(err error, host *gocql.HostInfo) bool {
 
 // Reset implements gocql.ConvictionPolicy.
 func (c governedConviction) Reset(host *gocql.HostInfo) { c.inner.Reset(host) }
+
+// refusalLogger is the user's gocql v2 logger, which governV2 wraps so that a refused dial logs
+// once, not twice. gocql v2.1.2's pool fill logs a failed dial twice: "Pool unable to establish a
+// connection to host." (Debug: v2's level for refused connections, "typical during a node
+// outage") and then "Connection pool filling failed." (Warning) with the same error. For a dial
+// the governor refused (nothing sent; counted in GovernorStats), the Warning is dropped and the
+// Debug line stays; every other line, and that Warning for any other error, goes through.
+type refusalLogger struct{ gocql.StructuredLogger }
+
+// fillFailed is gocql v2.1.2's message for a pool fill that failed.
+const fillFailed = "Connection pool filling failed."
+
+// Warning implements gocql.StructuredLogger.
+func (l refusalLogger) Warning(msg string, fields ...gocql.LogField) {
+	if msg == fillFailed && refusedField(fields) {
+		return
+	}
+	l.StructuredLogger.Warning(msg, fields...)
+}
+
+// refusedField reports whether the err field of a log line is a refused dial's error.
+func refusedField(fields []gocql.LogField) bool {
+	for _, f := range fields {
+		if f.Name == "err" && strings.Contains(f.Value.String(), controlconn.ErrGoverned.Error()) {
+			return true
+		}
+	}
+	return false
+}
 
 // hostAddrPort is the address gocql v2 dials for host, without allocating.
 func hostAddrPort(host *gocql.HostInfo) (netip.AddrPort, bool) {
