@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race allocs vet gocqlv2 lint bench fuzz soak long real traces demo sim image clean
+.PHONY: test race allocs vet gocqlv2 consumer lint bench fuzz soak long real traces demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector, then the
 # allocation tests again without it (the race detector's instrumentation allocates, so they
@@ -22,6 +22,13 @@ allocs:
 # The gocqlv2 module (apache gocql v2) has its own go.mod, so ./... above does not reach it.
 gocqlv2:
 	cd gocqlv2 && $(GO) vet ./... && CQLCONTROL_LONG= $(GO) test -race -count=1 -timeout 30m ./...
+
+# gocqlv2 as a user gets it: a throwaway module outside the tree imports it and calls
+# gocqlv2.New, with workspaces off and gocqlv2's replace ignored, the two modules of this checkout
+# served by a file-based module proxy (internal/modproxy) at the version gocqlv2/go.mod requires,
+# the rest from the configured proxy. About 10 s with a warm proxy cache.
+consumer:
+	bash .ci/consumer
 
 # The long cases, which make test skips (each says why): real-time repeats on real sockets of
 # figures that virtual-time tests pin in the regular suite, and outages of a minute or more.

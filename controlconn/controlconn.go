@@ -15,7 +15,6 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -79,10 +78,10 @@ type options struct {
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
-	governor    *Governor          // WithDialGovernor; New, and NewWithListener with gateTaker
-	shared      *DialGovernor      // WithSharedDialGovernor; as governor
-	gateTaker   func(dialgov.Gate) // ccopt.TakeGovernor: a driver adapter takes the governor
-	governed    bool               // the governor is installed on a driver (New, an adapter)
+	governor    *Governor        // WithDialGovernor; New, and NewWithListener with gateTaker
+	shared      *DialGovernor    // WithSharedDialGovernor; as governor
+	gateTaker   func(DriverGate) // WithDriverGate: a driver adapter takes the governor
+	governed    bool             // the governor is installed on a driver (New, an adapter)
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -122,8 +121,7 @@ var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
 
 func init() {
-	ccopt.Register(func(f func() float64) any { return withRand(f) },
-		func(take func(dialgov.Gate)) any { return takeGovernor(take) })
+	ccopt.Register(func(f func() float64) any { return withRand(f) })
 }
 
 // ControlConnection is the control connection: it keeps one connection up, driving a

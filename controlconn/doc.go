@@ -65,6 +65,7 @@
 //	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout
 //	DialError: Error ErrorClass Errs Unwrap
 //	DialGovernor: Stats
+//	DriverGate: Admit Done SetReconnectInterval
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrClosed ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence ErrInvalidGovernor
 //	ErrLostRace
@@ -81,6 +82,6 @@
 //	ServerError: Code Error Message
 //	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
 //		NextAttemptAt Recovery SkippedPeers State Version
-//	WithDialGovernor WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver
+//	WithDialGovernor WithDriverGate WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver
 //	WithResolver WithSharedDialGovernor
 package controlconn

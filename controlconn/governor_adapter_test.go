@@ -1,6 +1,6 @@
 package controlconn
 
-// NewWithListener and the internal option a driver adapter (gocqlv2) passes to get the
+// NewWithListener and the option (WithDriverGate) a driver adapter (gocqlv2) passes to get the
 // governor. Checked to fail with the evidence sink left unset (the connected dial did not reach
 // run), and with our own dials left ungoverned.
 
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,8 +27,8 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 	assert.Zero(t, installed, "nothing installed")
 
 	// Without WithDialGovernor, the adapter gets nothing.
-	var gates []dialgov.Gate
-	take := takeGovernor(func(g dialgov.Gate) { gates = append(gates, g) })
+	var gates []DriverGate
+	take := WithDriverGate(func(g DriverGate) { gates = append(gates, g) })
 	cc2, err := NewWithListener(c, install, take)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()

@@ -3,6 +3,9 @@ package gocqlv2
 import (
 	"context"
 	"errors"
+	"reflect"
+	"sync"
+	"unsafe"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	gocqlv1 "github.com/gocql/gocql"
@@ -27,9 +30,9 @@ func (x authenticator) Challenge(req []byte) ([]byte, gocqlv1.Authenticator, err
 func (x authenticator) Success(data []byte) error { return x.a.Success(data) }
 
 // authProvider makes the Authenticator per host with the user's v2 AuthProvider.
-func authProvider(p func(h *gocql.HostInfo) (gocql.Authenticator, error)) func(*gocqlv1.HostInfo) (gocqlv1.Authenticator, error) {
+func authProvider(p func(h *gocql.HostInfo) (gocql.Authenticator, error), hosts *hostInfos) func(*gocqlv1.HostInfo) (gocqlv1.Authenticator, error) {
 	return func(h1 *gocqlv1.HostInfo) (gocqlv1.Authenticator, error) {
-		h, err := hostInfo(h1)
+		h, err := hosts.hostInfo(h1)
 		if err != nil {
 			return nil, err
 		}
@@ -42,18 +45,21 @@ func authProvider(p func(h *gocql.HostInfo) (gocql.Authenticator, error)) func(*
 }
 
 // v1HostDialer dials with the user's v2 HostDialer, which also sets up TLS if any.
-type v1HostDialer struct{ d gocql.HostDialer }
+type v1HostDialer struct {
+	d     gocql.HostDialer
+	hosts *hostInfos
+}
 
 // hostDialer adapts d; nil stays nil, so that the control connection dials with Dialer and TLS.
-func hostDialer(d gocql.HostDialer) gocqlv1.HostDialer {
+func hostDialer(d gocql.HostDialer, hosts *hostInfos) gocqlv1.HostDialer {
 	if d == nil {
 		return nil
 	}
-	return v1HostDialer{d}
+	return v1HostDialer{d, hosts}
 }
 
 func (x v1HostDialer) DialHost(ctx context.Context, h1 *gocqlv1.HostInfo) (*gocqlv1.DialedHost, error) {
-	h, err := hostInfo(h1)
+	h, err := x.hosts.hostInfo(h1)
 	if err != nil {
 		return nil, err
 	}
@@ -67,9 +73,54 @@ func (x v1HostDialer) DialHost(ctx context.Context, h1 *gocqlv1.HostInfo) (*gocq
 	return &gocqlv1.DialedHost{Conn: dh.Conn, DisableCoalesce: dh.DisableCoalesce}, nil
 }
 
-// hostInfo is the v2 HostInfo of the host the control connection dials: its address and port,
-// the host name being the address, as gocql v2's NewHostInfoFromAddrPort makes it. A host ID
-// cannot be set on a v2 HostInfo from outside gocql.
-func hostInfo(h *gocqlv1.HostInfo) (*gocql.HostInfo, error) {
-	return gocql.NewHostInfoFromAddrPort(h.ConnectAddress(), h.Port())
+// hostInfos keeps the *gocql.HostInfo gocql v2 itself built for each address it connected to,
+// so that the user's v2 HostDialer and AuthProvider get for our dials what they get for v2's: the
+// same HostInfo, with the hostname v2 dials by (a HostDialer that verifies TLS by hostname needs
+// it; gocql v2.1.2 names a host given as a DNS name by its IP address), the host ID. New chains it into cluster.ConnectObserver, after the observer the user
+// had: gocql v2 reports every connection it makes with its HostInfo. The same as
+// controlconn.New does for gocql v1. Safe for concurrent use; ObserveConnect never blocks. A nil
+// *hostInfos caches nothing (ConfigFromGocql, which does not modify the cluster).
+type hostInfos struct {
+	next  gocql.ConnectObserver // the user's observer, called first; may be nil
+	hosts sync.Map              // "ip:port" -> *gocql.HostInfo
+}
+
+// ObserveConnect implements gocql.ConnectObserver.
+func (c *hostInfos) ObserveConnect(o gocql.ObservedConnect) {
+	if c.next != nil {
+		c.next.ObserveConnect(o)
+	}
+	if o.Host != nil {
+		c.hosts.Store(o.Host.ConnectAddressAndPort(), o.Host)
+	}
+}
+
+// hostInfo is the v2 HostInfo of the host the control connection dials: gocql v2's own if it
+// connected to that address; else one with its address and port, the host name being the
+// address (as gocql v2's NewHostInfoFromAddrPort makes it), and the host ID we know.
+func (c *hostInfos) hostInfo(h1 *gocqlv1.HostInfo) (*gocql.HostInfo, error) {
+	if c != nil {
+		if h, ok := c.hosts.Load(h1.ConnectAddressAndPort()); ok {
+			return h.(*gocql.HostInfo), nil
+		}
+	}
+	h, err := gocql.NewHostInfoFromAddrPort(h1.ConnectAddress(), h1.Port())
+	if err != nil {
+		return nil, err
+	}
+	if id := h1.HostID(); id != "" {
+		setHostID(h, id)
+	}
+	return h, nil
+}
+
+// setHostID writes id into a fresh v2 HostInfo, which has no exported setter (v2.1.2). If a
+// gocql upgrade renames the field, the HostInfo goes without its host ID, as before.
+func setHostID(h *gocql.HostInfo, id string) {
+	f := reflect.ValueOf(h).Elem().FieldByName("hostId")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return
+	}
+	// h is fresh and not yet shared, so writing without its lock is safe.
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetString(id)
 }

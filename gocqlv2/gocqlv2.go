@@ -10,8 +10,6 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	gocqlv1 "github.com/gocql/gocql"
 )
 
@@ -29,7 +27,10 @@ const maxProtoVersion = 4
 //	session, err := cluster.CreateSession() // after New: the listener is in cluster now
 //	if err := cc.Start(ctx); err != nil { ... }
 //
-// The configuration is translated by ConfigFromGocql. The listener goes into
+// The configuration is translated by ConfigFromGocql. New also sets cluster.ConnectObserver to one
+// that calls the observer already there first, and keeps the HostInfo gocql v2 built for each
+// address it connected to: the user's HostDialer and AuthProvider get gocql v2's own HostInfo
+// (hostname, host ID) for our dials too, as for its own, once a session has connected there. The listener goes into
 // cluster.Metadata.HostListener, next to any listener already there (a gocql.HostListenersMux
 // calls the user's first). The queue and the options are controlconn.New's: a queue is created
 // (controlconn.WithQueueConfig) and closed by Close, unless controlconn.WithHostEvents passes one.
@@ -42,22 +43,28 @@ const maxProtoVersion = 4
 // connection's own, wraps cluster.ConvictionPolicy so that a refused dial never convicts a host,
 // and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
 // controlconn.GovernedReconnectInterval (after Close, a down host gets one real dial per the
-// interval the user configured). controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
+// interval the user configured), and wraps cluster.Logger, if set, so that a refused dial logs
+// one line (gocql v2's Debug one), not two. controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping
 // controlconn.ErrGoverned and send nothing.
 func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {
-	c, err := ConfigFromGocql(cluster, cadence)
+	if cluster == nil {
+		return nil, errors.New("gocqlv2: nil gocql.ClusterConfig")
+	}
+	hosts := &hostInfos{next: cluster.ConnectObserver}
+	c, err := configFromGocql(cluster, cadence, hosts)
 	if err != nil {
 		return nil, err
 	}
-	var gate dialgov.Gate
-	take := ccopt.TakeGovernor[controlconn.Option](func(g dialgov.Gate) { gate = g })
+	var gate controlconn.DriverGate
+	take := controlconn.WithDriverGate(func(g controlconn.DriverGate) { gate = g })
 	inner := v2HostDialer(cluster, c.Conn.TLS) // before NewWithListener governs c's own dials
 	cc, err := controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q) },
 		append(slices.Clip(opts), take)...)
 	if err != nil {
 		return nil, err
 	}
+	cluster.ConnectObserver = hosts
 	if gate != nil {
 		governV2(cluster, gate, inner)
 	}
@@ -78,6 +85,12 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 //   - ConnectTimeout, used when cadence.ConnectTimeout is zero; WriteTimeout, else Timeout, bounds
 //     one frame write, as gocql v2 does.
 func ConfigFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence) (controlconn.Config, error) {
+	return configFromGocql(cluster, cadence, nil)
+}
+
+// configFromGocql is ConfigFromGocql whose HostDialer and AuthProvider adapters take gocql v2's
+// own HostInfos from hosts (may be nil).
+func configFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, hosts *hostInfos) (controlconn.Config, error) {
 	if cluster == nil {
 		return controlconn.Config{}, errors.New("gocqlv2: nil gocql.ClusterConfig")
 	}
@@ -88,7 +101,7 @@ func ConfigFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence) 
 		CQLVersion:      cluster.CQLVersion,
 		ConnectTimeout:  cluster.ConnectTimeout,
 		SocketKeepalive: cluster.SocketKeepalive,
-		HostDialer:      hostDialer(cluster.HostDialer),
+		HostDialer:      hostDialer(cluster.HostDialer, hosts),
 	}
 	if cluster.Dialer != nil {
 		v1.Dialer = cluster.Dialer
@@ -98,7 +111,7 @@ func ConfigFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence) 
 	}
 	switch {
 	case cluster.AuthProvider != nil:
-		v1.AuthProvider = authProvider(cluster.AuthProvider)
+		v1.AuthProvider = authProvider(cluster.AuthProvider, hosts)
 	case cluster.Authenticator != nil:
 		v1.Authenticator = authenticator{cluster.Authenticator}
 	}

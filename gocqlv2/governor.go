@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 )
 
 // v2DefaultReconnectInterval is gocql v2's NewCluster ReconnectInterval.
@@ -21,7 +21,7 @@ const v2DefaultReconnectInterval = 60 * time.Second
 // HostDialer becomes a governed one around what the user configured (inner), and gocql v2's
 // default reconnect tick becomes controlconn.GovernedReconnectInterval, as controlconn.New does
 // for gocql v1.
-func governV2(cluster *gocql.ClusterConfig, gate dialgov.Gate, inner gocql.HostDialer) {
+func governV2(cluster *gocql.ClusterConfig, gate controlconn.DriverGate, inner gocql.HostDialer) {
 	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
 	gate.SetReconnectInterval(cluster.ReconnectInterval)
 	conviction := cluster.ConvictionPolicy
@@ -29,6 +29,9 @@ func governV2(cluster *gocql.ClusterConfig, gate dialgov.Gate, inner gocql.HostD
 		conviction = &gocql.SimpleConvictionPolicy{}
 	}
 	cluster.ConvictionPolicy = governedConviction{inner: conviction}
+	if cluster.Logger != nil {
+		cluster.Logger = refusalLogger{cluster.Logger}
+	}
 	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
 		cluster.ReconnectInterval = controlconn.GovernedReconnectInterval
 	}
@@ -85,7 +88,7 @@ func (p *plainDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocq
 // governor first (see controlconn.Governor). A refused dial fails at once with an error
 // wrapping controlconn.ErrGoverned and sends nothing.
 type governedDialer struct {
-	gate  dialgov.Gate
+	gate  controlconn.DriverGate
 	inner gocql.HostDialer
 }
 
@@ -120,6 +123,35 @@ func (c governedConviction) AddFailure(err error, host *gocql.HostInfo) bool {
 
 // Reset implements gocql.ConvictionPolicy.
 func (c governedConviction) Reset(host *gocql.HostInfo) { c.inner.Reset(host) }
+
+// refusalLogger is the user's gocql v2 logger, which governV2 wraps so that a refused dial logs
+// once, not twice. gocql v2.1.2's pool fill logs a failed dial twice: "Pool unable to establish a
+// connection to host." (Debug: v2's level for refused connections, "typical during a node
+// outage") and then "Connection pool filling failed." (Warning) with the same error. For a dial
+// the governor refused (nothing sent; counted in GovernorStats), the Warning is dropped and the
+// Debug line stays; every other line, and that Warning for any other error, goes through.
+type refusalLogger struct{ gocql.StructuredLogger }
+
+// fillFailed is gocql v2.1.2's message for a pool fill that failed.
+const fillFailed = "Connection pool filling failed."
+
+// Warning implements gocql.StructuredLogger.
+func (l refusalLogger) Warning(msg string, fields ...gocql.LogField) {
+	if msg == fillFailed && refusedField(fields) {
+		return
+	}
+	l.StructuredLogger.Warning(msg, fields...)
+}
+
+// refusedField reports whether the err field of a log line is a refused dial's error.
+func refusedField(fields []gocql.LogField) bool {
+	for _, f := range fields {
+		if f.Name == "err" && strings.Contains(f.Value.String(), controlconn.ErrGoverned.Error()) {
+			return true
+		}
+	}
+	return false
+}
 
 // hostAddrPort is the address gocql v2 dials for host, without allocating.
 func hostAddrPort(host *gocql.HostInfo) (netip.AddrPort, bool) {

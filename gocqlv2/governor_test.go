@@ -28,7 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// fakeGate is a dialgov.Gate that refuses when told to and records what it was asked.
+// fakeGate is a controlconn.DriverGate that refuses when told to and records what it was asked.
 type fakeGate struct {
 	first, refuse  bool
 	admits, dones  int

@@ -12,22 +12,13 @@
 // Observer, Resolver and Governor types.)
 package ccopt
 
-import (
-	"fmt"
-
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
-)
+import "fmt"
 
 // Set by controlconn's init.
-var (
-	withRand     func(f func() float64) any
-	takeGovernor func(take func(dialgov.Gate)) any
-)
+var withRand func(f func() float64) any
 
 // Register is called once by package controlconn when it is initialised.
-func Register(rand func(f func() float64) any, governor func(take func(dialgov.Gate)) any) {
-	withRand, takeGovernor = rand, governor
-}
+func Register(rand func(f func() float64) any) { withRand = rand }
 
 // as returns opt as the option type O the caller asked for, or panics naming what it is.
 func as[O any](name string, opt any) O {
@@ -36,15 +27,6 @@ func as[O any](name string, opt any) O {
 		panic(fmt.Sprintf("ccopt: %s makes a %T, not the option type asked for", name, opt))
 	}
 	return o
-}
-
-// TakeGovernor returns the option O (controlconn.Option) with which a driver adapter of this
-// module (gocqlv2) asks controlconn.NewWithListener for its dial governor: together with
-// controlconn.WithDialGovernor, NewWithListener builds the governor, governs the
-// ControlConnection's own dials with it, and calls take with it once, before it returns
-// successfully. Without WithDialGovernor, or on error, take is never called.
-func TakeGovernor[O any](take func(dialgov.Gate)) O {
-	return as[O]("TakeGovernor", takeGovernor(take))
 }
 
 // WithRand returns the option O (controlconn.Option) that sets the source of jitter and host

@@ -11,7 +11,6 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/dialgov"
 	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
 )
 
@@ -37,5 +36,4 @@ func TestWithRandIsTheSourceOfJitter(t *testing.T) {
 func TestWithRandOfAnotherTypePanics(t *testing.T) {
 	type other func()
 	assert.Panics(t, func() { ccopt.WithRand[other](func() float64 { return 0 }) })
-	assert.Panics(t, func() { ccopt.TakeGovernor[other](func(dialgov.Gate) {}) })
 }

@@ -1,0 +1,50 @@
+// Package leakcheck is the TestMain of every package that starts goroutines: it runs the tests and
+// then fails the binary if a goroutine outlives them.
+//
+// It differs from goleak.VerifyTestMain in one way: it keeps looking for up to Grace before it
+// reports. gocql v1.7.0's pool fill (hostConnPool.connect) sleeps through its reconnection
+// policy's retries (3 × 1 s by default) without watching Session.Close, so a session closed while
+// a host was down leaves that goroutine for up to 3 s; goleak's own retries give up after about a
+// second. Waiting for it to end, instead of ignoring it, still catches a goroutine that never ends.
+//
+// A copy of the main module's internal/leakcheck for this module's tests: a module cannot import
+// another module's internal packages. Keep the two the same.
+package leakcheck
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// Grace is how long VerifyTestMain waits for goroutines to end after the tests passed. It covers
+// gocql's default pool-fill retries (3 × 1 s) with a margin for a loaded machine.
+const Grace = 6 * time.Second
+
+// VerifyTestMain runs m and exits with its status, or with 1 if a goroutine other than those opts
+// ignore is still running Grace after the tests passed.
+func VerifyTestMain(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	if code == 0 {
+		if err := Wait(Grace, opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running %v after the tests: %v\n", Grace, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// Wait polls goleak.Find until it finds nothing or grace has passed, and returns its last error.
+func Wait(grace time.Duration, opts ...goleak.Option) error {
+	deadline := time.Now().Add(grace)
+	for {
+		err := goleak.Find(opts...)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
