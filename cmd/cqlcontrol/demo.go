@@ -2,8 +2,9 @@ package main
 
 // "cqlcontrol demo", one file per step: demo_flags.go (flags), demo_run.go (the run loop:
 // cluster, sessions, restart, watch), demo_recorders.go (what our control connection and gocql
-// did), demo_govern.go (--govern: the governor and the SYNs under it), demo_probe.go (the
-// data-path probe) and demo_report.go (progress lines and the final table or JSON). The dial
+// did), demo_clients.go (the gocql-alone client, the governor, the dials counted at each
+// client's dialer), demo_probe.go (the data-path probe), demo_report.go (progress lines and
+// the final table or JSON) and demo_chart.go (--svg, --png). The dial
 // counting, the recorder of our control connection's events and host pinning are
 // internal/clientprobe's, shared with the integration suite.
 
@@ -13,9 +14,10 @@ import (
 	"io"
 )
 
-// runDemo is "cqlcontrol demo": a full-cluster restart of an embedded simulated cluster, with
-// a gocql session and our ControlConnection side by side, reported as a table (or JSON) on
-// stdout; live progress goes to stderr.
+// runDemo is "cqlcontrol demo": a full-cluster restart of an embedded simulated cluster seen
+// at once by gocql alone and by gocql with our ControlConnection and its dial governor,
+// reported as a table (or JSON) on stdout, and as a chart of dials over time with --svg/--png;
+// live progress goes to stderr.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := parseDemoFlags(args, stdout, stderr)
 	if err != nil {
@@ -25,6 +27,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer d.close()
 	res, err := d.run(ctx)
 	if err != nil {
+		return err
+	}
+	if err := res.writeCharts(cfg); err != nil {
 		return err
 	}
 	if cfg.json {
