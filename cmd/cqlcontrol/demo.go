@@ -11,7 +11,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"strings"
 )
 
 // runDemo is "cqlcontrol demo": a full-cluster restart of an embedded simulated cluster seen
@@ -37,5 +39,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	return res.writeTable(stdout)
+	if err := res.writeTable(stdout); err != nil {
+		return err
+	}
+	var charts []string
+	for _, path := range []string{cfg.svg, cfg.png} {
+		if path != "" {
+			charts = append(charts, path)
+		}
+	}
+	if len(charts) > 0 {
+		fmt.Fprintf(stdout, "\nchart of dials over time: %s\n", strings.Join(charts, ", "))
+	}
+	return nil
 }

@@ -9,8 +9,7 @@ import (
 )
 
 // Defaults of the demo's flags. With them the whole demo takes under a minute: about 1 s to
-// start, StableAfter (10 s) of warm-up, the 10 s outage and at most defaultDemoWait after it
-// (gocql alone, with its 60 s ReconnectInterval, usually takes all of it).
+// start, StableAfter (10 s) of warm-up, the 10 s outage and at most defaultDemoWait after it.
 const (
 	defaultDemoOutage = 10 * time.Second
 	defaultDemoNodes  = 3
@@ -40,10 +39,10 @@ its dial governor (controlconn.WithDialGovernor). Restarts the whole cluster and
 client, the dials (TCP connections to a node, counted at the client's dialer) from the first
 node stopping until its data path is back, and when its control connection, its first read and
 every host were back. --svg/--png draw the dials over time. Serves /metrics while it runs
-(--metrics). Takes about 47 s with the defaults: the warm-up (StableAfter, 10 s), the outage
+(--metrics). Takes about 22 s with the defaults: the warm-up (StableAfter, 10 s), the outage
 (--outage) and the recovery, which lasts until everything is back, or --wait after the cluster
-is ready (gocql alone's pools wait for its ReconnectInterval, see --gocql-reconnect-interval).
-Ctrl-C stops it at any point (exit status 130).`
+is ready when a client's pools are slow (see --gocql-reconnect-interval). Ctrl-C stops it at
+any point (exit status 130).`
 
 func parseDemoFlags(args []string, stdout, stderr io.Writer) (demoConfig, error) {
 	fs := newFlagSet("demo", "[flags]", demoDescription, stdout, stderr)
