@@ -67,9 +67,13 @@ func style(id string) lineStyle {
 // WriteSVG draws the chart of WritePNG as SVG. Its text names Liberation Sans, with the
 // metrically compatible Arial and Helvetica after it, so that a viewer without the Liberation
 // fonts lays the labels out the same.
-func (r *Result) WriteSVG(w io.Writer) error {
-	c := vgsvg.New(chartW, chartH)
-	if err := r.drawChart(draw.New(c)); err != nil {
+func (r *Result) WriteSVG(w io.Writer) error { return writeSVG(w, chartW, chartH, r.drawChart) }
+
+// writeSVG draws a chart of width×height with drawChart as SVG, its font names widened as
+// WriteSVG says.
+func writeSVG(w io.Writer, width, height vg.Length, drawChart func(draw.Canvas) error) error {
+	c := vgsvg.New(width, height)
+	if err := drawChart(draw.New(c)); err != nil {
 		return err
 	}
 	var buf bytes.Buffer
@@ -86,13 +90,24 @@ func (r *Result) WriteSVG(w io.Writer) error {
 // scales: at the left p99 lateness after the cluster is ready, at the right the attempts each
 // outage cost; one line with a marker per outage length for each strategy, and one legend to
 // the right. A p99 under 10 ms is drawn at 10 ms, and a note under the legend says so.
-func (r *Result) WritePNG(w io.Writer) error {
-	c := vgimg.NewWith(vgimg.UseWH(chartW, chartH), vgimg.UseDPI(pngDPI))
-	if err := r.drawChart(draw.New(c)); err != nil {
+func (r *Result) WritePNG(w io.Writer) error { return writePNG(w, chartW, chartH, r.drawChart) }
+
+// writePNG draws a chart of width×height with drawChart as PNG at pngDPI.
+func writePNG(w io.Writer, width, height vg.Length, drawChart func(draw.Canvas) error) error {
+	c := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(pngDPI))
+	if err := drawChart(draw.New(c)); err != nil {
 		return err
 	}
 	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
 	return err
+}
+
+// sans is the charts' typeface, Liberation Sans, compiled into the binary.
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// textStyle is black Liberation Sans text of size points.
+func textStyle(size vg.Length) text.Style {
+	return text.Style{Color: color.Black, Font: font.From(sans, size), Handler: plot.DefaultTextHandler}
 }
 
 // chartPanel is one half of the chart: what it plots of each row, and how.
@@ -106,10 +121,6 @@ type chartPanel struct {
 func (r *Result) drawChart(c draw.Canvas) error {
 	if err := r.chartable(); err != nil {
 		return err
-	}
-	sans := font.Font{Typeface: "Liberation", Variant: "Sans"}
-	textStyle := func(size vg.Length) text.Style {
-		return text.Style{Color: color.Black, Font: font.From(sans, size), Handler: plot.DefaultTextHandler}
 	}
 	panels := []chartPanel{
 		{fmt.Sprintf("p99 lateness after the cluster is ready (%d outages per length)", r.Config.Samples),

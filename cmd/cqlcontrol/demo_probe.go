@@ -98,14 +98,14 @@ func (p *dataPathProbe) stop() {
 
 // summarize fills the hosts usable now and, once the whole cluster has been down (downAt), when
 // the first read and every host answered reads started after that.
-func (p *dataPathProbe) summarize(v *demoView, downAt time.Time) {
+func (p *dataPathProbe) summarize(v *clientView, downAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	all := !downAt.IsZero()
 	for _, id := range p.hosts {
 		rs := p.results[id]
 		if len(rs) > 0 && rs[len(rs)-1].ok {
-			v.dataUsable++
+			v.usable++
 		}
 		if downAt.IsZero() {
 			continue
@@ -121,14 +121,14 @@ func (p *dataPathProbe) summarize(v *demoView, downAt time.Time) {
 			all = false
 			continue
 		}
-		if v.dataFirstAt.IsZero() || first.Before(v.dataFirstAt) {
-			v.dataFirstAt = first
+		if v.firstAt.IsZero() || first.Before(v.firstAt) {
+			v.firstAt = first
 		}
-		if first.After(v.dataAllAt) {
-			v.dataAllAt = first
+		if first.After(v.allAt) {
+			v.allAt = first
 		}
 	}
 	if !all {
-		v.dataAllAt = time.Time{}
+		v.allAt = time.Time{}
 	}
 }

@@ -53,28 +53,22 @@ func (r *ourRecorder) summarize(v *demoView, from, to, downAt time.Time) {
 	}
 }
 
-// gocqlRecorder is gocql's ConnectObserver (clientprobe.Connects): every connection gocql
+// gocqlRecorder is gocql alone's ConnectObserver (clientprobe.Connects): every connection gocql
 // dialled, pools and control connection told apart, with its outcome.
 type gocqlRecorder struct{ clientprobe.Connects }
 
-func (r *gocqlRecorder) summarize(v *demoView, from, to, downAt time.Time) {
-	v.gocqlUp = true
+// backAt is when gocql's control connection was back: its first successful dial started
+// after the whole cluster went down (downAt); zero if none yet.
+func (r *gocqlRecorder) backAt(downAt time.Time) time.Time {
+	if downAt.IsZero() {
+		return time.Time{}
+	}
 	for _, dl := range r.All() {
-		inWindow := !from.IsZero() && clientprobe.Within(dl.Start, from, to)
-		if dl.By != clientprobe.GocqlControl {
-			if inWindow {
-				v.gocqlPoolDials++
-			}
-			continue
-		}
-		v.gocqlUp = dl.Err == nil
-		if inWindow {
-			v.gocqlCtlDials++
-		}
-		if dl.Err == nil && !downAt.IsZero() && !dl.Start.Before(downAt) && v.gocqlBackAt.IsZero() {
-			v.gocqlBackAt = dl.End
+		if dl.By == clientprobe.GocqlControl && dl.Err == nil && !dl.Start.Before(downAt) {
+			return dl.End
 		}
 	}
+	return time.Time{}
 }
 
 // Interface checks.

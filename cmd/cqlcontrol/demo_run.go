@@ -30,17 +30,19 @@ type demoRun struct {
 	cfg demoConfig
 	log io.Writer // progress, milestones and notes
 
-	sim      *cqlsim.Cluster
-	col      *metrics.Collectors
-	metrics  *metricsServer
-	cc       *controlconn.ControlConnection
-	session  *gocql.Session
-	ours     *ourRecorder
-	gocql    *gocqlRecorder
-	probe    *dataPathProbe
-	syns     *synCounter         // --govern only
-	cadence  controlconn.Cadence // with defaults, for the report
-	simNodes []*cqlsim.Node
+	sim     *cqlsim.Cluster
+	col     *metrics.Collectors
+	metrics *metricsServer
+	cc      *controlconn.ControlConnection
+	session *gocql.Session
+	ours    *ourRecorder
+	probe   *dataPathProbe
+	dialer  *clientprobe.Dialer // under the governor: the SYNs of the governed client
+	alone   *aloneClient        // gocql alone, on the same cluster
+	cadence controlconn.Cadence // with defaults, for the report
+
+	governedReconnect time.Duration // the ReconnectInterval of the gocql + cqlcontrol session
+	simNodes          []*cqlsim.Node
 
 	restartAt  time.Time // when StopAll was called; zero before the restart
 	phaseStart time.Time
@@ -57,20 +59,20 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 	// the restart is lost by a stable connection and starts a fresh recovery, as it would in
 	// production, rather than counting as a flap of the initial connection.
 	stable := d.cadence.StableAfter
-	fmt.Fprintf(d.log, "warm-up: until every host answers through gocql and our connection has been up for StableAfter (%v)\n", stable)
-	setPhase(ctx, "during the warm-up (every host answering through gocql, our connection up for StableAfter)")
+	fmt.Fprintf(d.log, "warm-up: until every host answers through both clients and our connection has been up for StableAfter (%v)\n", stable)
+	setPhase(ctx, "during the warm-up (every host answering through both clients, our connection up for StableAfter)")
 	limit := time.Now().Add(stable + 30*time.Second)
 	v, err := d.watch(ctx, "warm-up", func(v demoView) bool {
-		warm := v.dataUsable == len(d.simNodes) && v.ours.State == reconnect.StateConnected &&
+		warm := v.data.usable == len(d.simNodes) && v.alone.usable == len(d.simNodes) && v.ours.State == reconnect.StateConnected &&
 			v.at.Sub(v.ours.ConnectedSince) >= stable
 		return warm || v.at.After(limit)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if v.dataUsable != len(d.simNodes) || v.ours.State != reconnect.StateConnected {
-		return nil, fmt.Errorf("the cluster was not usable before the restart: gocql reached %d of %d hosts, our control connection is %v (%v)",
-			v.dataUsable, len(d.simNodes), v.ours.State, v.ours.LastErr)
+	if v.data.usable != len(d.simNodes) || v.alone.usable != len(d.simNodes) || v.ours.State != reconnect.StateConnected {
+		return nil, fmt.Errorf("the cluster was not usable before the restart: gocql + cqlcontrol reached %d of %d hosts, gocql alone %d, our control connection is %v (%v)",
+			v.data.usable, len(d.simNodes), v.alone.usable, v.ours.State, v.ours.LastErr)
 	}
 
 	fmt.Fprintf(d.log, "restart: stopping all %d nodes for %v\n", len(d.simNodes), d.cfg.outage)
@@ -99,7 +101,8 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 		if v.truth.readyAt.IsZero() {
 			return v.at.After(startAllAt.Add(d.cfg.wait))
 		}
-		done := !v.oursBackAt.IsZero() && !v.gocqlBackAt.IsZero() && !v.dataFirstAt.IsZero() && !v.dataAllAt.IsZero()
+		done := !v.oursBackAt.IsZero() && !v.data.firstAt.IsZero() && !v.data.allAt.IsZero() &&
+			!v.alone.ctlBackAt.IsZero() && !v.alone.firstAt.IsZero() && !v.alone.allAt.IsZero()
 		return done || v.at.After(v.truth.readyAt.Add(d.cfg.wait))
 	})
 	if err != nil {
@@ -112,7 +115,8 @@ func (d *demoRun) run(ctx context.Context) (*demoResult, error) {
 }
 
 // setup starts the cluster, the metrics endpoint, the gocql session with the ControlConnection
-// beside it, the demo table and the data path probe.
+// beside it (governed unless --ungoverned), the gocql-alone session, the demo table and the
+// data path probes.
 func (d *demoRun) setup(ctx context.Context) error {
 	setPhase(ctx, "while starting the simulated cluster")
 	sim, err := startDemoCluster(d.cfg.nodes, d.cfg.port)
@@ -140,11 +144,10 @@ func (d *demoRun) setup(ctx context.Context) error {
 	}
 
 	d.ours = newOurRecorder(d.col)
-	d.gocql = &gocqlRecorder{}
 	cluster := gocql.NewCluster(sim.ContactPoints()...)
 	cluster.Port = sim.Port() // gocql gives every peer ClusterConfig.Port
 	cluster.ReconnectInterval = d.cfg.gocqlReconnect
-	cluster.ConnectObserver = d.gocql
+	d.dialer = newCountingDialer(cluster)
 	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
 	cluster.Logger = log.New(io.Discard, "", 0)
 	opts := []controlconn.Option{
@@ -157,27 +160,19 @@ func (d *demoRun) setup(ctx context.Context) error {
 		cluster.Logger = log.New(d.log, "gocql ", log.Lmicroseconds)
 		opts = append(opts, controlconn.WithLogger(slog.New(slog.NewTextHandler(d.log, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	}
-	opts = append(opts, d.govern(cluster)...)
+	opts = append(opts, d.govern()...)
 	// Everything else is gocql's default and ours: the demo shows what users get.
 	if d.cc, err = controlconn.New(cluster, controlconn.Cadence{}, opts...); err != nil {
 		return err
 	}
-	d.cfg.gocqlReconnect = cluster.ReconnectInterval // the governor shortens gocql's default
-	// After New: its listener is installed. CreateSession takes no context: it runs on a
-	// goroutine of its own, abandoned (its session closed when it comes) if ctx ends first.
+	d.governedReconnect = cluster.ReconnectInterval // the governor shortens gocql's default
+	// After New: its listener is installed.
 	setPhase(ctx, "while waiting for gocql's CreateSession")
-	sctx, cancelSession := context.WithCancel(ctx)
-	defer cancelSession()
-	sessions := make(chan sessionResult)
-	go openSession(sctx, cluster, sessions)
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case r := <-sessions:
-		if r.err != nil {
-			return fmt.Errorf("gocql session: %w", r.err)
+	if d.session, err = createSession(ctx, cluster); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		d.session = r.session
+		return fmt.Errorf("gocql session: %w", err)
 	}
 	setPhase(ctx, "while waiting for the control connection's first connection")
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -204,11 +199,19 @@ func (d *demoRun) setup(ctx context.Context) error {
 		ids[i] = n.HostID()
 	}
 	d.probe = startDataPathProbe(x, ids)
+	if err := d.startAlone(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	d.alone.probe = startDataPathProbe(gocqlx.NewSession(d.alone.session), ids)
 	return nil
 }
 
 // close stops everything run started, in reverse order. Safe after a partial setup.
 func (d *demoRun) close() {
+	d.alone.close()
 	if d.probe != nil {
 		d.probe.stop()
 	}
@@ -313,16 +316,8 @@ type demoView struct {
 	oursReArmed    bool      // the attempt that brought it back was started by gocql's evidence
 	oursEvidenceAt time.Time // first evidence (re-arm) in that recovery; zero if none
 
-	gocqlUp        bool      // the latest control-connection dial of gocql succeeded (or none yet)
-	gocqlBackAt    time.Time // first successful control-connection dial after the cluster went down
-	gocqlCtlDials  int       // control-connection dials started in the outage
-	gocqlPoolDials int       // pool dials started in the outage
-
-	synsOurs, synsGocqlControl, synsGocqlPool int // --govern: SYNs counted at the dialer in the outage
-
-	dataUsable  int       // hosts whose latest read answered
-	dataFirstAt time.Time // first read answered after the cluster went down
-	dataAllAt   time.Time // every host has answered a read after the cluster went down
+	data  clientView // gocql + cqlcontrol: its data path, and its dials at its Dialer
+	alone clientView // gocql alone
 }
 
 func (d *demoRun) view() demoView {
@@ -341,15 +336,13 @@ func (d *demoRun) view() demoView {
 		to = v.at
 	}
 	d.ours.summarize(&v, from, to, v.truth.downAt)
-	d.gocql.summarize(&v, from, to, v.truth.downAt)
-	// SYNs under --govern: from the stop until ours is back (its winning dial included), as
-	// the governed figures are measured elsewhere; until ready while it is not back yet.
-	synsTo := to
-	if !v.oursBackAt.IsZero() {
-		synsTo = v.oursBackAt.Add(time.Nanosecond)
+	d.probe.summarize(&v.data, v.truth.downAt)
+	countDials(&v.data, d.dialer, from, v.at)
+	if d.alone != nil {
+		d.alone.probe.summarize(&v.alone, v.truth.downAt)
+		v.alone.ctlBackAt = d.alone.conns.backAt(v.truth.downAt)
+		countDials(&v.alone, d.alone.dialer, from, v.at)
 	}
-	d.syns.summarize(&v, from, synsTo)
-	d.probe.summarize(&v, v.truth.downAt)
 	return v
 }
 

@@ -1,6 +1,6 @@
 // Command cqlcontrol runs the cqlcontrol control connection and its tools.
 //
-//	cqlcontrol demo   full-cluster restart on an embedded simulated cluster, ours against gocql
+//	cqlcontrol demo   full-cluster restart on an embedded simulated cluster, gocql alone against gocql + cqlcontrol
 //	cqlcontrol watch  attach to a real cluster, print topology and events, serve metrics
 //	cqlcontrol sim    run a simulated cluster with an HTTP control API
 //	cqlcontrol lab    compare reconnection strategies in virtual time
@@ -32,7 +32,7 @@ type command struct {
 }
 
 var commands = []command{
-	{"demo", "full-cluster restart on an embedded simulated cluster: cqlcontrol against gocql", runDemo, false},
+	{"demo", "full-cluster restart on an embedded simulated cluster: gocql alone against gocql + cqlcontrol", runDemo, false},
 	{"watch", "attach to a cluster, print topology and events live, serve metrics", runWatch, false},
 	{"sim", "run a simulated cluster with an HTTP JSON control API", runSim, true},
 	{"lab", "compare reconnection strategies over long outages in virtual time", runLab, false},
