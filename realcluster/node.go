@@ -212,9 +212,47 @@ func (n *Node) Pause() error {
 	if err := n.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("realcluster: node%d: %w", n.index+1, err)
 	}
+	// The stop takes effect as each of the JVM's threads next enters the kernel: return once
+	// the kernel reports the process stopped, so that nothing it does afterwards is the node's.
+	deadline := time.Now().Add(5 * time.Second)
+	for !allStopped(n.cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("realcluster: node%d not stopped 5 s after SIGSTOP", n.index+1)
+		}
+		time.Sleep(time.Millisecond)
+	}
 	n.paused = true
 	n.c.record(n, EventPaused, time.Now())
 	return nil
+}
+
+// allStopped reports whether every thread of pid is stopped ('T').
+func allStopped(pid int) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		tid, err := strconv.Atoi(filepath.Base(task))
+		if err != nil || procState(pid, tid) != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
+// procState is the state letter of a thread's /proc/pid/task/tid/stat ('R', 'S', 'T' for stopped, ...), 0 if unknown.
+func procState(pid, tid int) byte {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses; the state follows the last ')'.
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 || i+2 >= len(raw) {
+		return 0
+	}
+	return raw[i+2]
 }
 
 // Resume continues a paused JVM (SIGCONT).
