@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// governedFixed runs the lab at fixed outage lengths (no spread), as the README's governor
+// governedFixed runs the lab at fixed outage lengths (no spread), as docs/governor.md's
 // table measured them, and returns the governed row of each length.
 func governedFixed(t *testing.T, nodes int, outages ...time.Duration) []Row {
 	t.Helper()
@@ -29,7 +29,7 @@ func governedFixed(t *testing.T, nodes int, outages ...time.Duration) []Row {
 // The governed row's key figures, pinned: a change to the model (or to the DialGate it drives)
 // moves them and fails here, to be a visible decision. Next to them the contract's bounds
 // (issue 8: ≤ 70 dials for 60 s on 3 nodes, ≤ 35 for 20 s on 7, ≤ 250 per client for 1 h)
-// and the README's measured figures they are compared with.
+// and the measured figures of docs/governor.md they are compared with.
 func TestGovernedRowPinned(t *testing.T) {
 	type pin struct {
 		dials, oursP99, dataP50, dataP99, ungoverned float64
