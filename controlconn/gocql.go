@@ -274,7 +274,7 @@ type sessionCheck struct {
 // interval for what it did not install.
 type gocqlInstalled struct {
 	cfg        *gocql.ClusterConfig
-	policy     gocql.HostSelectionPolicy // hostevents.Install's wrapper
+	policy     gocql.HostSelectionPolicy // hostevents.Install's wrapper (checked with hostevents.Feeds)
 	observer   gocql.ConnectObserver     // the HostInfo cache
 	dialer     gocql.HostDialer          // the governed dialer
 	conviction gocql.ConvictionPolicy    // the governed conviction policy
@@ -282,8 +282,9 @@ type gocqlInstalled struct {
 }
 
 // checkConfig compares the ClusterConfig with what New installed on it: one error, wrapping
-// ErrConfigChanged, for each field replaced since (errors.Join), nil if none. The values New
-// installed are all pointers, so comparing the interfaces never panics.
+// ErrConfigChanged, for each field replaced since (errors.Join), nil if none. The policy counts
+// as there while it still wraps New's listener (hostevents.Feeds); the other values New
+// installed are pointers, compared as they are (comparing the interfaces never panics).
 func (s *sessionCheck) checkConfig() error {
 	in := s.inst
 	if in == nil {
@@ -291,8 +292,8 @@ func (s *sessionCheck) checkConfig() error {
 	}
 	cfg := in.cfg
 	var errs []error
-	if in.policy != nil && cfg.PoolConfig.HostSelectionPolicy != in.policy {
-		errs = append(errs, fmt.Errorf("%w: PoolConfig.HostSelectionPolicy is no longer the wrapper New installed: "+
+	if in.policy != nil && !hostevents.Feeds(cfg.PoolConfig.HostSelectionPolicy, s.queue) {
+		errs = append(errs, fmt.Errorf("%w: PoolConfig.HostSelectionPolicy no longer holds the listener New installed: "+
 			"sessions created from it do not report host events (up, down, added, removed) to the control connection, "+
 			"whose recovery follows the blind schedule only; set the policy before New, which wraps it", ErrConfigChanged))
 	}

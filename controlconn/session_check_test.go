@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
 )
 
@@ -67,10 +68,17 @@ func TestStartWarnsOfConfigChangedAfterNew(t *testing.T) {
 		{name: "untouched governed", governed: true, change: func(*gocql.ClusterConfig) {}},
 		{name: "policy", change: func(c *gocql.ClusterConfig) {
 			c.PoolConfig.HostSelectionPolicy = gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy())
-		}, field: "PoolConfig.HostSelectionPolicy"},
+		}, field: "PoolConfig.HostSelectionPolicy no longer holds"},
 		{name: "policy governed", governed: true, change: func(c *gocql.ClusterConfig) {
 			c.PoolConfig.HostSelectionPolicy = gocql.RoundRobinHostPolicy()
-		}, field: "PoolConfig.HostSelectionPolicy"},
+		}, field: "PoolConfig.HostSelectionPolicy no longer holds"},
+		// Wrapping New's policy again (another queue's listener) keeps New's listener.
+		{name: "policy wrapped again", change: func(c *gocql.ClusterConfig) {
+			q, err := hostevents.NewQueue(hostevents.QueueConfig{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = q.Close() })
+			hostevents.Install(c, q)
+		}},
 		{name: "connect observer", change: func(c *gocql.ClusterConfig) {
 			c.ConnectObserver = nil
 		}, field: "ConnectObserver"},
