@@ -82,6 +82,7 @@ type options struct {
 	shared      *DialGovernor    // WithSharedDialGovernor; as governor
 	gateTaker   func(DriverGate) // WithDriverGate: a driver adapter takes the governor
 	governed    bool             // the governor is installed on a driver (New, an adapter)
+	configCheck func() error     // WithConfigCheck: Start's check of the driver's configuration
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -116,6 +117,20 @@ func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) 
 // constructor that has the driver's configuration can install.
 var ErrConflictingOptions = errors.New("controlconn: conflicting options")
 
+// ErrConfigChanged is wrapped by each of the warnings Start gives (and Status.ConfigChanged
+// keeps) when something New installed on the driver's ClusterConfig was replaced after New.
+var ErrConfigChanged = errors.New("controlconn: ClusterConfig changed after New")
+
+// WithConfigCheck is for driver adapters, not applications (New and gocqlv2.New pass it): the
+// first Start calls check once, before it starts connecting, to find what the application
+// replaced on the driver's configuration since the constructor installed its listener, dialer
+// and the rest. Each error check returns (errors.Join for several) is logged as a warning, and
+// the whole is kept in Status.ConfigChanged; Start goes on either way. The errors should wrap
+// ErrConfigChanged.
+func WithConfigCheck(check func() error) Option {
+	return func(o *options) { o.configCheck = check }
+}
+
 // withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
 // module's other packages through internal/ccopt.WithRand.
 func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
@@ -146,6 +161,8 @@ type ControlConnection struct {
 	ownQueue  bool                   // created by New: closed by Close
 	gov       *govMember             // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
 	hostInfos *cqlconn.HostInfoCache // New's cache of gocql's HostInfos; nil otherwise
+	cfgCheck  func() error           // WithConfigCheck; nil: none
+	cfgErr    atomic.Pointer[error]  // what cfgCheck found at Start (nil: nothing, or not started)
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
 	lastLoss  atomic.Pointer[lossInfo]        // written by run
@@ -236,6 +253,7 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 		store:       metadata.NewStore(nil),
 		resolver:    o.resolver,
 		queue:       o.queue,
+		cfgCheck:    o.configCheck,
 		refreshReqs: make(chan chan error),
 		manual:      make(chan struct{}, 1),
 		dialed:      make(chan string, 1),
@@ -285,6 +303,12 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 // is up and its metadata published, or ctx is done. If ctx ends first, recovery goes on in
 // the background and the error says what the last attempt met. Start after Close returns
 // ErrClosed.
+//
+// Built by New (or gocqlv2.New), the first Start also checks that the ClusterConfig still
+// holds what New installed on it (see New): for each field replaced since, it logs a warning
+// naming the field and what is lost, and keeps them in Status.ConfigChanged (each wrapping
+// ErrConfigChanged). They are warnings, not errors: the control connection itself works
+// without them, as it does for a session created before New.
 func (cc *ControlConnection) Start(ctx context.Context) error {
 	cc.lifeMu.Lock()
 	if cc.closed {
@@ -293,6 +317,7 @@ func (cc *ControlConnection) Start(ctx context.Context) error {
 	}
 	if !cc.started {
 		cc.started = true
+		cc.checkConfig()
 		cc.wg.Add(1)
 		go cc.run()
 	}
@@ -309,6 +334,26 @@ func (cc *ControlConnection) Start(ctx context.Context) error {
 		}
 		return fmt.Errorf("controlconn: not connected yet: %w", ctx.Err())
 	}
+}
+
+// checkConfig runs the adapter's configuration check (WithConfigCheck): one warning for each
+// error it finds, all of them kept for Status.
+func (cc *ControlConnection) checkConfig() {
+	if cc.cfgCheck == nil {
+		return
+	}
+	err := cc.cfgCheck()
+	if err == nil {
+		return
+	}
+	cc.cfgErr.Store(&err)
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			cc.log.Warn(e.Error())
+		}
+		return
+	}
+	cc.log.Warn(err.Error())
 }
 
 // Close stops everything promptly from any state: it cuts a backoff or an attempt short,
@@ -364,6 +409,10 @@ type Status struct {
 	// the host announced UP to gocql's session reporting its pool connected (HostUp). Hosts
 	// gocql reported first, or not yet, are absent.
 	DataPathLag map[string]time.Duration
+	// ConfigChanged is what Start found replaced on the ClusterConfig since New (each error
+	// wraps ErrConfigChanged and names the field; errors.Join of them): nil when nothing was,
+	// before Start, and for NewWithConfig.
+	ConfigChanged error
 }
 
 // Status reports the state of the ControlConnection. It reports connected only once the
@@ -395,6 +444,9 @@ func (cc *ControlConnection) Status() Status {
 	st.SkippedPeers = cc.SkippedPeers()
 	if l := cc.dataLags.Load(); l != nil {
 		st.DataPathLag = maps.Clone(*l)
+	}
+	if e := cc.cfgErr.Load(); e != nil {
+		st.ConfigChanged = *e
 	}
 	return st
 }

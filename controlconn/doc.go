@@ -67,8 +67,8 @@
 //	DialGovernor: Stats
 //	DriverGate: Admit Done SetReconnectInterval
 //	Endpoint: Addr DC HostID Hostname String
-//	ErrClosed ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence ErrInvalidGovernor
-//	ErrLostRace
+//	ErrClosed ErrConfigChanged ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence
+//	ErrInvalidGovernor ErrLostRace
 //	ErrorClass: Permanent String
 //	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
@@ -80,8 +80,8 @@
 //	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
 //	Option ProtocolMaxFrameSize Resolver
 //	ServerError: Code Error Message
-//	Status: Attempts ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss LastLossAt
-//		NextAttemptAt Recovery SkippedPeers State Version
-//	WithDialGovernor WithDriverGate WithHostEvents WithLogger WithObserver WithQueueConfig WithReconnectObserver
-//	WithResolver WithSharedDialGovernor
+//	Status: Attempts ConfigChanged ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss
+//		LastLossAt NextAttemptAt Recovery SkippedPeers State Version
+//	WithConfigCheck WithDialGovernor WithDriverGate WithHostEvents WithLogger WithObserver
+//	WithQueueConfig WithReconnectObserver WithResolver WithSharedDialGovernor
 package controlconn

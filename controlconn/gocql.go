@@ -32,15 +32,31 @@ import (
 //
 // From cfg it takes Hosts, Port, ProtoVersion, CQLVersion, Authenticator or AuthProvider,
 // SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
-// AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero). It wraps
-// cfg.PoolConfig.HostSelectionPolicy (hostevents.Install) with a queue it creates (see
-// WithQueueConfig) and closes on Close, unless WithHostEvents passes one. It also wraps
-// cfg.ConnectObserver (calling the user's first) to learn the *gocql.HostInfo of every host
-// gocql connects to, so that HostDialer and AuthProvider get gocql's own (with the hostname of
-// a contact point given as a DNS name). With WithDialGovernor (or WithSharedDialGovernor) it
-// also sets cfg.HostDialer to the governed dialer (see Governor), wraps cfg.ConvictionPolicy so
-// that a refused dial never convicts a host and, if cfg.ReconnectInterval is gocql's default
-// (60 s), sets it to GovernedReconnectInterval.
+// AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero).
+//
+// New changes cfg, and nothing else in it than this:
+//
+//   - cfg.PoolConfig.HostSelectionPolicy: wrapped (hostevents.Install; gocql's default
+//     round-robin when nil) so that sessions push their host events to a queue New creates
+//     (see WithQueueConfig) and Close closes, unless WithHostEvents passes one.
+//   - cfg.ConnectObserver: wrapped (the user's is called first) to learn the *gocql.HostInfo of
+//     every host gocql connects to, so that HostDialer and AuthProvider get gocql's own (with
+//     the hostname of a contact point given as a DNS name) for our dials too.
+//
+// With WithDialGovernor (or WithSharedDialGovernor) also:
+//
+//   - cfg.HostDialer: the governed dialer (see Governor), around the user's HostDialer or, without
+//     one, gocql's own dialing (Dialer, ConnectTimeout, SocketKeepalive, SslOpts).
+//   - cfg.ConvictionPolicy: wrapped (gocql's SimpleConvictionPolicy when nil) so that a refused
+//     dial never convicts a host.
+//   - cfg.ReconnectInterval: set to GovernedReconnectInterval if it is gocql's default (60 s).
+//
+// So set these before New, and create the sessions from cfg itself after it. The first Start
+// checks that cfg still holds what New installed and, for each of them replaced since (a
+// policy, HostDialer, ConnectObserver or ConvictionPolicy set again, ReconnectInterval
+// changed), logs a warning naming the field and what it costs, kept in Status.ConfigChanged
+// (wrapping ErrConfigChanged). A copy of cfg made before New holds none of it, and changes to
+// a copy made after New are not checked.
 //
 // A session created from cfg before New never reports to the ControlConnection, whose recovery
 // then follows the blind schedule only: when the first connection is up and no session has
@@ -67,21 +83,25 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	if gov != nil {
 		opts = append(slices.Clip(opts), governed())
 	}
+	inst := &gocqlInstalled{cfg: cfg}
 	cc, err := newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
 		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
 		cfg.ConnectObserver = cache
 		cc.connCfg = cqlconn.WithHostInfos(cc.connCfg, cache)
 		cc.hostInfos = cache
-	}, true, opts...)
+		inst.policy, inst.observer = cfg.PoolConfig.HostSelectionPolicy, cache
+	}, inst, opts...)
 	if err != nil || gov == nil {
 		return cc, err
 	}
 	cc.attachGovernor(gov)
 	cfg.HostDialer = gocqlDialer
 	governConviction(cfg)
+	inst.dialer, inst.conviction = gocqlDialer, cfg.ConvictionPolicy
 	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
 		cfg.ReconnectInterval = GovernedReconnectInterval
+		inst.interval = GovernedReconnectInterval
 	}
 	return cc, nil
 }
@@ -106,7 +126,7 @@ func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) 
 	if gov != nil {
 		opts = append(slices.Clip(opts), governed())
 	}
-	cc, err := newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, false, opts...)
+	cc, err := newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, nil, opts...)
 	if err != nil || gov == nil {
 		return cc, err
 	}
@@ -115,9 +135,11 @@ func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) 
 	return cc, nil
 }
 
-// newWithListener is NewWithListener; sessionCheck adds New's session-order warning, which
-// counts the sessions that initialised a policy wrapped by hostevents.Install.
-func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queue), sessionCheck bool, opts ...Option) (*ControlConnection, error) {
+// newWithListener is NewWithListener; a non-nil inst (New's) adds New's checks: the
+// session-order warning, which counts the sessions that initialised a policy wrapped by
+// hostevents.Install, and Start's check that the ClusterConfig still holds what New installed
+// (install and New record it in inst).
+func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queue), inst *gocqlInstalled, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -135,9 +157,11 @@ func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queu
 		opts = append(opts, func(o *options) { o.queue, o.queueOwned = q, true })
 		o.queue, own = q, true
 	}
-	if sessionCheck {
+	if inst != nil {
 		// Last, so that it wraps the observer the caller passed.
-		opts = append(opts, WithObserver(newSessionCheck(o.observer, o.queue, o.logger)))
+		sc := newSessionCheck(o.observer, o.queue, o.logger)
+		sc.inst = inst
+		opts = append(opts, WithObserver(sc), WithConfigCheck(sc.checkConfig))
 	}
 	cc, err := NewWithConfig(c, opts...)
 	if err != nil {
@@ -231,16 +255,68 @@ func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
 	return tc, nil
 }
 
-// sessionCheck is the Observer New installs around the caller's: at the first connection it
-// warns, once, when no gocql session has initialised the listener New installed, which is
-// what calling New after CreateSession looks like (gocql copies the configuration into the
-// session, so the wrapped policy never reaches it).
+// sessionCheck holds New's checks of the order of things. As the Observer New installs around
+// the caller's, at the first connection it warns, once, when no gocql session has initialised
+// the listener New installed, which is what calling New after CreateSession looks like (gocql
+// copies the configuration into the session, so the wrapped policy never reaches it). Its
+// checkConfig, Start's configuration check (WithConfigCheck), finds what was replaced on the
+// ClusterConfig after New.
 type sessionCheck struct {
 	Observer
 	data  DataObserver // the inner observer's, so that wrapping it keeps them
 	queue *hostevents.Queue
 	log   *slog.Logger
 	once  sync.Once
+	inst  *gocqlInstalled // what New installed; nil in tests of the observer alone
+}
+
+// gocqlInstalled is what New installed on a gocql ClusterConfig; nil interfaces and a zero
+// interval for what it did not install.
+type gocqlInstalled struct {
+	cfg        *gocql.ClusterConfig
+	policy     gocql.HostSelectionPolicy // hostevents.Install's wrapper (checked with hostevents.Feeds)
+	observer   gocql.ConnectObserver     // the HostInfo cache
+	dialer     gocql.HostDialer          // the governed dialer
+	conviction gocql.ConvictionPolicy    // the governed conviction policy
+	interval   time.Duration             // the ReconnectInterval New set
+}
+
+// checkConfig compares the ClusterConfig with what New installed on it: one error, wrapping
+// ErrConfigChanged, for each field replaced since (errors.Join), nil if none. The policy counts
+// as there while it still wraps New's listener (hostevents.Feeds); the other values New
+// installed are pointers, compared as they are (comparing the interfaces never panics).
+func (s *sessionCheck) checkConfig() error {
+	in := s.inst
+	if in == nil {
+		return nil
+	}
+	cfg := in.cfg
+	var errs []error
+	if in.policy != nil && !hostevents.Feeds(cfg.PoolConfig.HostSelectionPolicy, s.queue) {
+		errs = append(errs, fmt.Errorf("%w: PoolConfig.HostSelectionPolicy no longer holds the listener New installed: "+
+			"sessions created from it do not report host events (up, down, added, removed) to the control connection, "+
+			"whose recovery follows the blind schedule only; set the policy before New, which wraps it", ErrConfigChanged))
+	}
+	if in.observer != nil && cfg.ConnectObserver != in.observer {
+		errs = append(errs, fmt.Errorf("%w: ConnectObserver is no longer the one New installed: "+
+			"the control connection's dials no longer get gocql's own HostInfo (hostname, host ID) in HostDialer and AuthProvider; "+
+			"set the observer before New, which calls it first", ErrConfigChanged))
+	}
+	if in.dialer != nil && cfg.HostDialer != in.dialer {
+		errs = append(errs, fmt.Errorf("%w: HostDialer is no longer the governed dialer New installed: "+
+			"the dials of sessions created from it are not governed (no budget while the cluster is down, no evidence re-arming the control connection); "+
+			"set the HostDialer before New, which wraps it", ErrConfigChanged))
+	}
+	if in.conviction != nil && cfg.ConvictionPolicy != in.conviction {
+		errs = append(errs, fmt.Errorf("%w: ConvictionPolicy is no longer the wrapper New installed: "+
+			"a dial the governor refuses convicts the host (gocql marks it down); set the policy before New, which wraps it", ErrConfigChanged))
+	}
+	if in.interval != 0 && cfg.ReconnectInterval != in.interval {
+		errs = append(errs, fmt.Errorf("%w: ReconnectInterval is %v, not the %v New set for the governor: "+
+			"gocql retries a down host's pool only every %v, so the data path can come back that long after the cluster; "+
+			"set it before New (New changes only gocql's default, 60s)", ErrConfigChanged, cfg.ReconnectInterval, in.interval, cfg.ReconnectInterval))
+	}
+	return errors.Join(errs...)
 }
 
 // errSessionFirst is the warning's text.

@@ -524,7 +524,7 @@ func governConviction(cfg *gocql.ClusterConfig) {
 	if inner == nil {
 		inner = &gocql.SimpleConvictionPolicy{}
 	}
-	cfg.ConvictionPolicy = governedConviction{inner: inner}
+	cfg.ConvictionPolicy = &governedConviction{inner: inner}
 }
 
 // governOwnDials makes the dials of c's own connection go through g: the user's HostDialer

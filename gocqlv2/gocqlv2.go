@@ -47,6 +47,13 @@ const maxProtoVersion = 4
 // one line (gocql v2's Debug one), not two. controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping
 // controlconn.ErrGoverned and send nothing.
+//
+// So set these fields before New, and create the sessions from cluster itself after it: the
+// first Start checks that cluster still holds what New installed (the listener in
+// Metadata.HostListener, ConnectObserver and, governed, HostDialer, ConvictionPolicy, Logger,
+// ReconnectInterval) and, for each of them replaced since, logs a warning naming the field and
+// what it costs, kept in Status.ConfigChanged (wrapping controlconn.ErrConfigChanged). A copy of
+// cluster made before New holds none of it, and changes to a copy made after New are not checked.
 func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {
 	if cluster == nil {
 		return nil, errors.New("gocqlv2: nil gocql.ClusterConfig")
@@ -59,14 +66,17 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	var gate controlconn.DriverGate
 	take := controlconn.WithDriverGate(func(g controlconn.DriverGate) { gate = g })
 	inner := v2HostDialer(cluster, c.Conn.TLS) // before NewWithListener governs c's own dials
-	cc, err := controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q) },
-		append(slices.Clip(opts), take)...)
+	inst := &installed{cluster: cluster, observer: hosts}
+	cc, err := controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q); inst.queue = q },
+		append(slices.Clip(opts), take, controlconn.WithConfigCheck(inst.check))...)
 	if err != nil {
 		return nil, err
 	}
 	cluster.ConnectObserver = hosts
 	if gate != nil {
+		setInterval := cluster.ReconnectInterval == v2DefaultReconnectInterval
 		governV2(cluster, gate, inner)
+		inst.governed(cluster, setInterval)
 	}
 	return cc, nil
 }

@@ -28,7 +28,7 @@ func governV2(cluster *gocql.ClusterConfig, gate controlconn.DriverGate, inner g
 	if conviction == nil {
 		conviction = &gocql.SimpleConvictionPolicy{}
 	}
-	cluster.ConvictionPolicy = governedConviction{inner: conviction}
+	cluster.ConvictionPolicy = &governedConviction{inner: conviction}
 	if cluster.Logger != nil {
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}

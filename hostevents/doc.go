@@ -10,7 +10,7 @@
 //
 //	Batch DefaultMaxHosts DefaultMaxWait DefaultWindow ErrInvalidQueueConfig
 //	Event: Addr At DC HostID Key Kind Port Source
-//	Install
+//	Feeds Install
 //	Kind: String
 //	KindAdded KindDown KindRemoved KindUp NewQueue
 //	NopQueueObserver: Coalesced Dropped Received

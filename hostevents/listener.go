@@ -69,6 +69,18 @@ func Install(cfg *gocql.ClusterConfig, q *Queue) {
 	cfg.PoolConfig.HostSelectionPolicy = Wrap(p, q)
 }
 
+// Feeds reports whether p pushes host events to q: p is, or wraps through Wrap or Install
+// (however many times), a listener of q. controlconn.Start uses it to check that the policy New
+// installed is still in the ClusterConfig.
+func Feeds(p gocql.HostSelectionPolicy, q *Queue) bool {
+	for l := unwrap(p); l != nil; l = unwrap(l.inner) {
+		if l.q == q {
+			return true
+		}
+	}
+	return false
+}
+
 // unwrap returns p's listener if p is one of our wrappers.
 func unwrap(p gocql.HostSelectionPolicy) *listener {
 	switch w := p.(type) {

@@ -334,3 +334,19 @@ func TestListenerHostUpDoesNotAllocate(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "allocations per HostUp on gocql's goroutine")
 }
+
+// Feeds finds q's listener however deep Install and Wrap put it, and nowhere else.
+func TestFeeds(t *testing.T) {
+	q := newTestQueue(t, QueueConfig{})
+	other := newTestQueue(t, QueueConfig{})
+	cfg := gocql.NewCluster("127.0.0.1")
+	assert.False(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, q), "nil policy")
+	Install(cfg, q)
+	assert.True(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, q))
+	assert.False(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, other))
+	Install(cfg, other)
+	assert.True(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, q), "wrapped again")
+	assert.True(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, other))
+	assert.True(t, Feeds(Wrap(gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy()), q), q), "a wrapped token-aware policy")
+	assert.False(t, Feeds(gocql.RoundRobinHostPolicy(), q), "replaced")
+}
