@@ -255,6 +255,12 @@ func newCluster(p realcluster.Provider, dials *clientprobe.Dialer) *gocql.Cluste
 
 func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql.ClusterConfig), extra ...controlconn.Option) *process {
 	t.Helper()
+	return startProcessCadence(t, p, k, controlconn.Cadence{StableAfter: stableAfter}, edit, extra...)
+}
+
+// startProcessCadence is startProcess with ours' cadence given.
+func startProcessCadence(t *testing.T, p realcluster.Provider, k kind, cad controlconn.Cadence, edit func(*gocql.ClusterConfig), extra ...controlconn.Option) *process {
+	t.Helper()
 	pr := &process{name: k.String(), kind: k, hosts: p.Hosts(), dials: &clientprobe.Dialer{}, conns: &clientprobe.Connects{}}
 	cluster := newCluster(p, pr.dials)
 	pr.hostLog = &hostLog{HostSelectionPolicy: cluster.PoolConfig.HostSelectionPolicy}
@@ -270,7 +276,7 @@ func startProcess(t *testing.T, p realcluster.Provider, k kind, edit func(*gocql
 			opts = append(opts, controlconn.WithDialGovernor(g))
 		}
 		opts = append(opts, extra...)
-		pr.cc, err = controlconn.New(cluster, controlconn.Cadence{StableAfter: stableAfter}, opts...)
+		pr.cc, err = controlconn.New(cluster, cad, opts...)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, pr.cc.Close()) })
 	}
