@@ -20,7 +20,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

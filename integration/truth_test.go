@@ -13,7 +13,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 )

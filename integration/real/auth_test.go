@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/gocql/gocql"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
