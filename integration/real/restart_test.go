@@ -84,7 +84,7 @@ func TestFullRestarts(t *testing.T) {
 			// Start every node; meanwhile every process's data path is polled (all hosts of all
 			// processes together, from before the first node answers).
 			started := make(chan error, 1)
-			go func() { started <- realcluster.StartAll(ctx, p) }()
+			go func() { started <- realcluster.StartEvery(ctx, p) }()
 			backs := make([]map[string]time.Time, len(procs))
 			var wg sync.WaitGroup
 			for i, pr := range procs {
