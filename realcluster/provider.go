@@ -167,8 +167,9 @@ func StopAll(p Provider, kill bool) (time.Time, error) {
 }
 
 // StartEvery starts every node of p at once and returns when all answer CQL; each node's
-// ReadyAt says when it did. Every node must be stopped: starting a running one is an error
-// (unlike (*Cluster).StartAll, which skips running nodes; hence the other name).
+// ReadyAt says when it did. It calls Provider.Start on every node, running or not, and a real
+// node that is already running makes it fail; (*Cluster).StartAll skips running nodes instead,
+// hence the other name.
 func StartEvery(ctx context.Context, p Provider) error {
 	return each(p, func(i int) error { return p.Start(ctx, i) })
 }
