@@ -33,8 +33,8 @@ type Config struct {
 	// sooner, it is a flap and continues the previous recovery's schedule. Zero means
 	// DefaultStableAfter.
 	StableAfter time.Duration
-	// Observer is told about every decision, from the goroutine driving the Recovery. Nil means
-	// NopObserver.
+	// Observer is told about every decision; it must be safe for concurrent use (a driver may
+	// report re-arm verdicts from its callers' goroutines). Nil means NopObserver.
 	Observer Observer
 	// Rand returns numbers uniform in [0, 1) for jitter; it is called once per blind delay and
 	// only from the goroutine driving the Recovery. Nil means math/rand/v2's Float64.
