@@ -68,11 +68,10 @@ type owner struct {
 	periodic      *time.Timer
 	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
 	adoptions     int                     // connections adopted so far
-	statusSeq     map[string]uint64       // by host ID: reported states applied, to tell stale probes
+	hosts         hostTable               // by host ID: evidence of liveness, reports applied, held HostDowns
 	sawUp         map[string]sawUp        // by hostevents key: UP announced on our connection, gocql's HostUp awaited
 	probes        []scheduledProbe        // by time: the probes of the current connection still to start
 	probeTimer    *time.Timer             // fires at probes[0].at
-	reported      map[string]bool         // host IDs reported on since the current connection was adopted
 	lostFrom      string                  // address of the connection lost last, probed first on the next adoption
 	pendingStates map[string]pendingState // statuses of hosts the snapshot does not list yet
 	probed        chan probeResult        // probe workers -> run
@@ -87,10 +86,9 @@ func (cc *ControlConnection) newOwner() *owner {
 		beliefs:       map[string]belief{},
 		periodic:      time.NewTimer(time.Hour),
 		refreshed:     make(chan refreshResult, 1),
-		statusSeq:     map[string]uint64{},
+		hosts:         hostTable{},
 		sawUp:         map[string]sawUp{},
 		probeTimer:    time.NewTimer(time.Hour),
-		reported:      map[string]bool{},
 		pendingStates: map[string]pendingState{},
 		probed:        make(chan probeResult),
 		gate:          newRefreshGate(MinRefreshInterval),
@@ -294,6 +292,7 @@ func (cc *ControlConnection) adopt(o *owner, l *link) {
 	o.gen++
 	o.cur = l
 	l.since = time.Now()
+	o.hosts.sawUp(l.ep.HostID, l.since) // it answered us
 	changes, err := cc.store.Refresh(l.tables)
 	cc.obs.Refreshed(l.readTook, len(changes), err)
 	cc.applyPending(o)
@@ -415,6 +414,9 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 		cc.log.Warn("metadata refresh rejected", "err", err)
 	} else {
 		cc.dropStaleBeliefs(o)
+		if snap := cc.store.Current(); snap != nil {
+			o.hosts.retain(func(id string) bool { _, ok := snap.Host(id); return ok })
+		}
 	}
 	cc.applyPending(o)
 	cc.noteSkipped(r.skipped)
@@ -436,7 +438,7 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 			return
 		}
 		up := e.ChangeType == primitive.StatusChangeTypeUp
-		if cc.reportState(o, pendingState{ip: e.Address.Addr, port: int(e.Address.Port), up: up}) {
+		if unknown, _ := cc.reportState(o, pendingState{ip: e.Address.Addr, port: int(e.Address.Port), up: up, at: time.Now()}); unknown {
 			cc.wantRefresh(o) // applied once the refresh lists the host
 		}
 		cc.governStatus(e.Address, up)
@@ -509,9 +511,11 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 		if hint == "" {
 			hint = ep.Addr
 		}
+		held := false
 		if (e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown) && e.Source != hostevents.SourceControl {
 			// The session's word on a host (our own events are applied as they arrive).
-			cc.reportState(o, pendingState{hostID: e.HostID, ip: e.Addr, port: cmp.Or(e.Port, cc.cfg.Port), up: e.Kind == hostevents.KindUp})
+			_, held = cc.reportState(o, pendingState{hostID: e.HostID, ip: e.Addr, port: cmp.Or(e.Port, cc.cfg.Port),
+				up: e.Kind == hostevents.KindUp, session: true, at: cmp.Or(e.At, time.Now())})
 		}
 		if e.Kind == hostevents.KindUp && e.Source == hostevents.SourceGocql {
 			cc.dataPathBack(o, key, e.At)
@@ -544,7 +548,9 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 				added, addedHint = true, hint
 			}
 		case hostevents.KindDown:
-			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefDown}
+			if !held { // a held HostDown waits for its probe
+				o.beliefs[key] = belief{ep: ep, belief: plan.BeliefDown}
+			}
 		case hostevents.KindRemoved:
 			delete(o.beliefs, key)
 		}

@@ -1,0 +1,93 @@
+package controlconn
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The race seen in `cqlcontrol watch` (issue 18, "One model, one place"): a node restarts,
+// our connection announces it UP, and gocql's HostDown from its own pool churn arrives just
+// after. Before this change subscribers were told host_down again 50 ms after host_up, for a
+// node that never went down (this test failed: [host_down host_up host_down]).
+func TestStaleSessionDownDoesNotOverruleAFresherUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startMem(t, gossiping(3))
+		defer func() { assert.NoError(t, c.Close()) }()
+		q := testQueue(t)
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		_, node := servedAndOther(t, c, cc)
+		sub, _, err := cc.Subscribe(64)
+		require.NoError(t, err)
+
+		node.Stop()
+		time.Sleep(5 * time.Second) // announced DOWN
+		synctest.Wait()
+		require.NoError(t, node.Start())
+		time.Sleep(2 * time.Second) // announced UP (GossipDelay)
+		synctest.Wait()
+		require.Equal(t, metadata.StateUp, cc.Snapshot().State(node.HostID()))
+
+		// gocql's pool, churning on the connections of the node's previous run, gives up on it
+		// 50 ms after our UP.
+		time.Sleep(50 * time.Millisecond)
+		q.Push(hostevents.Event{HostID: node.HostID(), Addr: node.IP(), Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
+		time.Sleep(hostevents.DefaultWindow + 2*probeSpread)
+		synctest.Wait()
+
+		assert.Equal(t, []string{"host_down " + node.HostID(), "host_up " + node.HostID()}, upDowns(sub),
+			"no host_down after the fresher host_up")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(node.HostID()))
+	})
+}
+
+// The same HostDown about a node that did go down again right after its UP is not lost: the
+// conflict is settled by a probe, evidence newer than both, which finds the node down.
+func TestSessionDownAfterAnUpIsSettledByAProbe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startMem(t, gossiping(3))
+		defer func() { assert.NoError(t, c.Close()) }()
+		q := testQueue(t)
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		time.Sleep(probeSpread)
+		synctest.Wait()
+		served, node := servedAndOther(t, c, cc)
+		node.Stop()
+		time.Sleep(5 * time.Second)
+		require.NoError(t, node.Start())
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Equal(t, metadata.StateUp, cc.Snapshot().State(node.HostID()))
+		sub, _, err := cc.Subscribe(64)
+		require.NoError(t, err)
+
+		served.Mute(true) // the cluster's DOWN about it waits behind the mute
+		defer served.Mute(false)
+		node.Stop()
+		q.Push(hostevents.Event{HostID: node.HostID(), Addr: node.IP(), Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
+		time.Sleep(hostevents.DefaultWindow)
+		synctest.Wait()
+		assert.Equal(t, []string{"host_down " + node.HostID()}, upDowns(sub), "the probe found it down")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(node.HostID()))
+	})
+}
+
+// gossiping is an in-memory cluster of n nodes whose others announce a stopped node DOWN after
+// 500 ms and a started one UP after 1 s.
+func gossiping(n int) cqlsim.Config {
+	cfg := memConfig(n)
+	cfg.GossipDelay, cfg.StopAnnounceDelay = time.Second, 500*time.Millisecond
+	return cfg
+}
