@@ -1,6 +1,14 @@
 package controlconn
 
-import "time"
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+)
 
 // hostRecord is what the worker knows about one host's liveness beyond the snapshot's state:
 // when it last had evidence the host was up, how many reports it applied (a probe started
@@ -60,5 +68,93 @@ func (t hostTable) retain(keep func(id string) bool) {
 		if !keep(id) {
 			delete(t, id)
 		}
+	}
+}
+
+// belief is a host as the latest host event (from gocql or our own connection) describes it.
+type belief struct {
+	ep     Endpoint
+	belief plan.Belief
+}
+
+// publishHosts merges the snapshot's hosts with the beliefs from host events (the latest
+// event about a host wins over the snapshot's state) and publishes them for attempts.
+func (cc *ControlConnection) publishHosts(o *owner) {
+	var hosts []plan.PlanHost
+	seen := map[string]bool{}
+	if snap := cc.store.Current(); snap != nil {
+		for h, st := range snap.All() {
+			ph := plan.PlanHost{Endpoint: Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}}
+			switch st {
+			case metadata.StateUp:
+				ph.Belief = plan.BeliefUp
+			case metadata.StateDown:
+				ph.Belief = plan.BeliefDown
+			}
+			if b, ok := o.beliefs[h.HostID()]; ok {
+				ph.Belief = b.belief
+			}
+			seen[h.HostID()] = true
+			hosts = append(hosts, ph)
+		}
+	}
+	for key, b := range o.beliefs {
+		if seen[key] || b.ep.Addr == "" {
+			continue
+		}
+		hosts = append(hosts, plan.PlanHost{Endpoint: b.ep, Belief: b.belief})
+	}
+	cc.planHosts.Store(&hosts)
+	cc.forgetRemoved(hosts)
+}
+
+func (cc *ControlConnection) translate(ip net.IP, port int) string {
+	if cc.cfg.AddressTranslator != nil {
+		ip, port = cc.cfg.AddressTranslator.Translate(ip, port)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(port))
+}
+
+// dropStaleBeliefs forgets, after a metadata read the store accepted, the beliefs from host
+// events about hosts the cluster no longer lists (removed, or an address a host no longer has):
+// publishHosts would otherwise keep them among the hosts of every plan and every host table
+// for good (owner goroutine).
+func (cc *ControlConnection) dropStaleBeliefs(o *owner) {
+	snap := cc.store.Current()
+	if snap == nil || len(o.beliefs) == 0 {
+		return
+	}
+	listed := map[string]bool{}
+	for h := range snap.All() {
+		listed[strings.ToLower(h.HostID())] = true
+		listed[h.ConnectAddress().String()] = true
+		listed[cc.translate(h.ConnectAddress(), h.Port())] = true
+	}
+	for key, b := range o.beliefs {
+		if !listed[strings.ToLower(key)] && (b.ep.Addr == "" || !listed[b.ep.Addr]) {
+			delete(o.beliefs, key)
+		}
+	}
+}
+
+// forgetRemoved tells the host tables keyed by address, the governor's and the cache of gocql's
+// HostInfos, the addresses of the hosts known now, so that they forget hosts removed from the
+// cluster and addresses hosts no longer have (owner goroutine, once metadata has been read).
+func (cc *ControlConnection) forgetRemoved(hosts []plan.PlanHost) {
+	if (cc.gov == nil && cc.hostInfos == nil) || cc.store.Current() == nil {
+		return
+	}
+	addrs := make([]string, len(hosts))
+	known := make(map[string]struct{}, len(hosts))
+	for i, h := range hosts {
+		addrs[i] = h.Addr
+		known[h.Addr] = struct{}{}
+	}
+	cc.gov.Known(addrs)
+	if cc.hostInfos != nil {
+		cc.hostInfos.Retain(func(addr string) bool {
+			_, ok := known[addr]
+			return ok
+		})
 	}
 }
