@@ -158,3 +158,42 @@ func (cc *ControlConnection) forgetRemoved(hosts []plan.PlanHost) {
 		})
 	}
 }
+
+// refusedDials marks down the hosts whose address refused a dial of ours (nothing listened
+// on its native port), unless newer evidence says the host is up: without it a node that
+// restarted while ours was away, and that nobody reported down, would never be seen going
+// down nor coming back (owner goroutine, as an attempt ends, before any adoption).
+func (cc *ControlConnection) refusedDials(o *owner, refused []refusedDial) {
+	snap := cc.store.Current()
+	if snap == nil || len(refused) == 0 {
+		return
+	}
+	changed := false
+	for _, d := range refused {
+		id := d.ep.HostID
+		if id == "" {
+			for h := range snap.All() {
+				if cc.translate(h.ConnectAddress(), h.Port()) == d.ep.Addr {
+					id = h.HostID()
+					break
+				}
+			}
+		}
+		if _, ok := snap.Host(id); !ok {
+			continue // a contact point the cluster does not list
+		}
+		r := o.hosts.get(id)
+		if !d.at.After(r.upAt) {
+			continue
+		}
+		r.seq++
+		r.held = nil
+		if changes, err := cc.store.SetState(id, false); err == nil && len(changes) > 0 {
+			cc.log.Info("host down: our dial was refused", "host_id", id, "addr", d.ep.Addr)
+			changed = true
+		}
+	}
+	if changed {
+		cc.publishHosts(o)
+	}
+}

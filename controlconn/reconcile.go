@@ -27,6 +27,10 @@ import (
 //     host's latest evidence of being up (a pushed UP, a HostUp, a probe answered, our own
 //     connection to it) does not change the state; it has the host probed at once, and the
 //     probe's verdict (or, if the probe gives none, the HostDown) decides;
+//   - a dial of ours refused by the host's address (connection refused: nothing listens on its
+//     native port), while an attempt of ours runs: the host is down, unless evidence newer
+//     than the refusal says it is up. So a node that restarted while ours was away, and that
+//     nobody reported down, is seen going down and, by the probe below, coming back;
 //   - one probe per host on every connection we adopt, the first included: a connect through
 //     the configured dialer and an OPTIONS answered (a node is up for clients when it answers
 //     on its native port; a port that accepts and never answers is a hung or paused node),

@@ -20,8 +20,9 @@ const closeGrace = 50 * time.Millisecond
 
 // attemptResult is what the attempt goroutine hands back to run.
 type attemptResult struct {
-	l   *link
-	err error
+	l       *link
+	refused []refusedDial
+	err     error
 }
 
 // running is the attempt in flight.
@@ -168,8 +169,8 @@ func (cc *ControlConnection) startAttempt(o *owner, a reconnect.Attempt) {
 	r := &running{cancel: cancel, evidence: make(chan Endpoint, 1)}
 	o.attempt = r
 	go func() {
-		l, err := cc.attempt(ctx, a, r.evidence)
-		o.results <- attemptResult{l: l, err: err}
+		l, refused, err := cc.attempt(ctx, a, r.evidence)
+		o.results <- attemptResult{l: l, refused: refused, err: err}
 	}()
 }
 
@@ -180,6 +181,7 @@ func (cc *ControlConnection) finishAttempt(o *owner, r attemptResult) {
 	if r.err == nil && r.l == nil {
 		r.err = errNoLink
 	}
+	cc.refusedDials(o, r.refused)
 	switch o.rec.Finish(time.Now(), r.err) {
 	case reconnect.OutcomeSuccess:
 		cc.adopt(o, r.l)
