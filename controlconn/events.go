@@ -30,16 +30,16 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 		if up {
 			kind = hostevents.KindUp
 		}
-		cc.dataPathSaw(o, cc.pushControlEvent(e.Address, kind))
+		cc.dataPathSaw(o, cc.controlEvent(o, e.Address, kind))
 		cc.publishHosts(o)
 	case *message.TopologyChangeEvent:
 		cc.obs.ServerEvent("topology_change", string(e.ChangeType))
 		if e.Address != nil {
 			switch e.ChangeType {
 			case primitive.TopologyChangeTypeNewNode:
-				cc.pushControlEvent(e.Address, hostevents.KindAdded)
+				cc.controlEvent(o, e.Address, hostevents.KindAdded)
 			case primitive.TopologyChangeTypeRemovedNode:
-				cc.pushControlEvent(e.Address, hostevents.KindRemoved)
+				cc.controlEvent(o, e.Address, hostevents.KindRemoved)
 			}
 		}
 		cc.wantRefresh(o)
@@ -49,27 +49,67 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 	}
 }
 
-// pushControlEvent reports an event of our own connection as a host event: it updates the
-// planner at once (UP and NEW_NODE are evidence) and reaches the queue's other consumers
-// (metrics) and, through the batch, our beliefs.
-func (cc *ControlConnection) pushControlEvent(addr *primitive.Inet, kind hostevents.Kind) hostevents.Event {
+// controlEvent applies a host event of our own connection to the beliefs at once and pushes
+// it to the queue for the queue's observers only (metrics count it as source "control"):
+// onBatch skips it when it comes back, so our own events do not round-trip, nor does the
+// batch's delay hold them.
+func (cc *ControlConnection) controlEvent(o *owner, addr *primitive.Inet, kind hostevents.Kind) hostevents.Event {
 	ev := hostevents.Event{Addr: addr.Addr, Port: int(addr.Port), Kind: kind, Source: hostevents.SourceControl, At: time.Now()}
 	if snap := cc.store.Current(); snap != nil {
 		if h, err := snap.HostByAddr(addr.Addr, int(addr.Port)); err == nil {
 			ev.HostID, ev.DC = h.HostID(), h.DataCenter()
 		}
 	}
-	if kind == hostevents.KindUp || kind == hostevents.KindAdded {
-		key := ev.HostID
-		if key == "" {
-			key = net.JoinHostPort(addr.Addr.String(), strconv.Itoa(int(addr.Port)))
-		}
-		cc.planner.Evidence(key, *cc.planHosts.Load())
+	if kind == hostevents.KindAdded { // evidence for the planner (UP is, in believe)
+		cc.planner.Evidence(cmp.Or(ev.HostID, net.JoinHostPort(addr.Addr.String(), strconv.Itoa(int(addr.Port)))), *cc.planHosts.Load())
 	}
+	cc.believe(o, ev, false)
 	if cc.queue != nil {
 		cc.queue.Push(ev)
 	}
 	return ev
+}
+
+// eventEndpoint is the host a host event names, its address as the event gives it.
+func (cc *ControlConnection) eventEndpoint(e hostevents.Event) Endpoint {
+	ep := Endpoint{HostID: e.HostID, DC: e.DC}
+	if e.Addr != nil {
+		ep.Addr = net.JoinHostPort(e.Addr.String(), strconv.Itoa(cmp.Or(e.Port, cc.cfg.Port)))
+	}
+	return ep
+}
+
+// believe folds one host event into the beliefs (a held HostDown leaves them as they are) and
+// returns the host's hint for a re-arm ("" for an event naming no host).
+func (cc *ControlConnection) believe(o *owner, e hostevents.Event, held bool) (hint string) {
+	key := e.Key()
+	if key == "" {
+		return ""
+	}
+	ep := cc.eventEndpoint(e)
+	hint = cmp.Or(e.HostID, ep.Addr)
+	switch e.Kind {
+	case hostevents.KindUp:
+		o.beliefs[key] = belief{ep: ep, belief: plan.BeliefUp}
+		cc.planner.Evidence(hint, *cc.planHosts.Load())
+		if ep.Addr != "" {
+			cc.planner.Evidence(ep.Addr, nil)
+		}
+	case hostevents.KindAdded:
+		prev, ok := o.beliefs[key]
+		if !ok {
+			prev = belief{belief: plan.BeliefUnknown}
+		}
+		prev.ep = ep
+		o.beliefs[key] = prev
+	case hostevents.KindDown:
+		if !held { // a held HostDown waits for its probe
+			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefDown}
+		}
+	case hostevents.KindRemoved:
+		delete(o.beliefs, key)
+	}
+	return hint
 }
 
 // onBatch folds a batch of host events into the beliefs and, while disconnected, re-arms the
@@ -80,63 +120,31 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 	up, added := false, false
 	for _, e := range b {
 		key := e.Key()
-		if key == "" {
-			continue
-		}
-		ep := Endpoint{HostID: e.HostID, DC: e.DC}
-		if e.Addr != nil {
-			port := e.Port
-			if port == 0 {
-				port = cc.cfg.Port
-			}
-			ep.Addr = net.JoinHostPort(e.Addr.String(), strconv.Itoa(port))
-		}
-		hint := e.HostID
-		if hint == "" {
-			hint = ep.Addr
+		if key == "" || e.Source == hostevents.SourceControl {
+			continue // our own events were applied as they arrived (controlEvent)
 		}
 		held := false
-		if (e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown) && e.Source != hostevents.SourceControl {
-			// The session's word on a host (our own events are applied as they arrive).
+		if e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown {
+			// The session's word on a host.
 			_, held = cc.reportState(o, pendingState{hostID: e.HostID, ip: e.Addr, port: cmp.Or(e.Port, cc.cfg.Port),
 				up: e.Kind == hostevents.KindUp, session: true, at: cmp.Or(e.At, time.Now())})
 		}
 		if e.Kind == hostevents.KindUp && e.Source == hostevents.SourceGocql {
 			cc.dataPathBack(o, key, e.At)
 		}
-		if e.Kind == hostevents.KindDown && e.Source != hostevents.SourceControl && o.cur != nil && o.cur.names(e.HostID, ep.Addr) {
+		hint := cc.believe(o, e, held)
+		if e.Kind == hostevents.KindDown && o.cur != nil && o.cur.names(e.HostID, cc.eventEndpoint(e).Addr) {
 			// The session says the host we are connected to is down: a node that stopped
 			// answering would hold us until the next heartbeat fails (up to interval +
 			// timeout, 35 s by default); check it now instead (SIGSTOP on real Cassandra:
 			// 33 s to move without this).
 			o.cur.CheckNow()
 		}
-		switch e.Kind {
-		case hostevents.KindUp:
-			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefUp}
-			cc.planner.Evidence(hint, *cc.planHosts.Load())
-			if ep.Addr != "" {
-				cc.planner.Evidence(ep.Addr, nil)
-			}
-			if !up {
-				up, upHint = true, hint
-			}
-		case hostevents.KindAdded:
-			prev, ok := o.beliefs[key]
-			if !ok {
-				prev = belief{belief: plan.BeliefUnknown}
-			}
-			prev.ep = ep
-			o.beliefs[key] = prev
-			if !added {
-				added, addedHint = true, hint
-			}
-		case hostevents.KindDown:
-			if !held { // a held HostDown waits for its probe
-				o.beliefs[key] = belief{ep: ep, belief: plan.BeliefDown}
-			}
-		case hostevents.KindRemoved:
-			delete(o.beliefs, key)
+		switch {
+		case e.Kind == hostevents.KindUp && !up:
+			up, upHint = true, hint
+		case e.Kind == hostevents.KindAdded && !added:
+			added, addedHint = true, hint
 		}
 	}
 	cc.publishHosts(o)

@@ -7,7 +7,10 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/datastax/go-cassandra-native-protocol/message"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -90,4 +93,40 @@ func gossiping(n int) cqlsim.Config {
 	cfg := memConfig(n)
 	cfg.GossipDelay, cfg.StopAnnounceDelay = time.Second, 500*time.Millisecond
 	return cfg
+}
+
+// Our own connection's events reach the hosts published for attempts at once, not after a
+// trip through the host-event queue (issue 18: our own events must not round-trip through the
+// queue). Before, a host the session had reported down stayed down for the plan for one queue
+// window after our connection announced it UP (this test failed: down).
+func TestOwnEventsDoNotRoundTripThroughTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer func() { assert.NoError(t, c.Close()) }()
+		q := testQueue(t)
+		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		served, other := servedAndOther(t, c, cc)
+		q.Push(hostevents.Event{HostID: other.HostID(), Addr: other.IP(), Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
+		time.Sleep(hostevents.DefaultWindow)
+		synctest.Wait()
+		require.Equal(t, plan.BeliefDown, planBelief(cc, other.HostID()))
+
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+			Address: &primitive.Inet{Addr: other.IP(), Port: 9042}})
+		synctest.Wait() // no time passes: the queue's window has not elapsed
+		assert.Equal(t, plan.BeliefUp, planBelief(cc, other.HostID()), "up for the plan as soon as announced")
+		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(other.HostID()))
+	})
+}
+
+// planBelief is the belief about host id in the hosts published for attempts.
+func planBelief(cc *ControlConnection, id string) plan.Belief {
+	for _, h := range *cc.planHosts.Load() {
+		if h.HostID == id {
+			return h.Belief
+		}
+	}
+	return plan.BeliefUnknown
 }
