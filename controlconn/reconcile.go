@@ -251,7 +251,7 @@ func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown, hel
 		if p.up {
 			o.hosts.sawUp(p.hostID, p.at)
 		} else if p.session && !p.at.Add(-cc.connCfg.ConnectTimeout).After(r.upAt) && snap != nil {
-			if h, ok := snap.Host(p.hostID); ok {
+			if h, ok := snap.Host(p.hostID); ok && snap.State(p.hostID) == metadata.StateUp { // down already: nothing to overrule
 				r.held = &p
 				cc.log.Debug("session HostDown older than the host's UP: probing", "host_id", p.hostID)
 				cc.startProbe(o, Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()})
