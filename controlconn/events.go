@@ -49,7 +49,7 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 	}
 }
 
-// controlEvent applies a host event of our own connection to the beliefs at once and pushes
+// controlEvent applies a host event of our own connection to the host table at once and pushes
 // it to the queue for the queue's observers only (metrics count it as source "control"):
 // onBatch skips it when it comes back, so our own events do not round-trip, nor does the
 // batch's delay hold them.
@@ -79,7 +79,7 @@ func (cc *ControlConnection) eventEndpoint(e hostevents.Event) Endpoint {
 	return ep
 }
 
-// believe folds one host event into the beliefs (a held HostDown leaves them as they are) and
+// believe folds one host event into the host table (a held HostDown leaves it as it is) and
 // returns the host's hint for a re-arm ("" for an event naming no host).
 func (cc *ControlConnection) believe(o *owner, e hostevents.Event, held bool) (hint string) {
 	key := e.Key()
@@ -90,29 +90,24 @@ func (cc *ControlConnection) believe(o *owner, e hostevents.Event, held bool) (h
 	hint = cmp.Or(e.HostID, ep.Addr)
 	switch e.Kind {
 	case hostevents.KindUp:
-		o.beliefs[key] = belief{ep: ep, belief: plan.BeliefUp}
+		o.hosts.believe(key, ep, plan.BeliefUp)
 		cc.planner.Evidence(hint, *cc.planHosts.Load())
 		if ep.Addr != "" {
 			cc.planner.Evidence(ep.Addr, nil)
 		}
 	case hostevents.KindAdded:
-		prev, ok := o.beliefs[key]
-		if !ok {
-			prev = belief{belief: plan.BeliefUnknown}
-		}
-		prev.ep = ep
-		o.beliefs[key] = prev
+		o.hosts.added(key, ep)
 	case hostevents.KindDown:
 		if !held { // a held HostDown waits for its probe
-			o.beliefs[key] = belief{ep: ep, belief: plan.BeliefDown}
+			o.hosts.believe(key, ep, plan.BeliefDown)
 		}
 	case hostevents.KindRemoved:
-		delete(o.beliefs, key)
+		o.hosts.removed(key)
 	}
 	return hint
 }
 
-// onBatch folds a batch of host events into the beliefs and, while disconnected, re-arms the
+// onBatch folds a batch of host events into the host table and, while disconnected, re-arms the
 // Recovery with the strongest evidence: a host up (gocql's pool connected to it) before a host
 // added. One re-arm per batch; the Recovery coalesces and rate-limits further.
 func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {

@@ -10,19 +10,25 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
-// hostRecord is what the worker knows about one host's liveness beyond the snapshot's state:
-// when it last had evidence the host was up, how many reports it applied (a probe started
-// before a later report gives no verdict), whether a report arrived since the current
-// connection was adopted (its scheduled probe is then unnecessary), and a session HostDown
-// held until a probe settles it. Owned by the run goroutine.
+// hostRecord is what the worker knows about one host beyond the snapshot's state: what the
+// latest host event (gocql's, our connection's) or our latest refused dial says of it, which
+// overrides the snapshot's state in the hosts published for attempts and for the governor;
+// when it last had evidence the host was up; how many reports it applied (a probe started
+// before a later report gives no verdict); whether a report arrived since the current
+// connection was adopted (its scheduled probe is then unnecessary); and a session HostDown held
+// until a probe settles it. Owned by the run goroutine.
 type hostRecord struct {
+	believed bool          // a host event or a refused dial of ours spoke of it: belief and ep are set
+	belief   plan.Belief   // what it said
+	ep       Endpoint      // the host as it named it (its address is used for a host the snapshot does not list)
 	upAt     time.Time     // newest evidence of the host up: a pushed UP, gocql's HostUp, a probe answered, our connection to it
 	seq      uint64        // reports applied
 	reported bool          // reported on since the current connection was adopted
 	held     *pendingState // a session HostDown not newer than upAt, until its probe answers
 }
 
-// hostTable is the worker's table of hostRecords, by host ID (owner goroutine).
+// hostTable is the worker's table of hostRecords, by host ID, else (a host event naming no
+// host ID) by address (owner goroutine).
 type hostTable map[string]*hostRecord
 
 // get returns id's record, creating it.
@@ -62,23 +68,32 @@ func (t hostTable) adopted() {
 	}
 }
 
-// retain forgets the hosts keep does not accept (hosts the cluster no longer lists).
-func (t hostTable) retain(keep func(id string) bool) {
-	for id := range t {
-		if !keep(id) {
-			delete(t, id)
-		}
+// believe records what a host event or a refused dial of ours says of the host keyed key.
+func (t hostTable) believe(key string, ep Endpoint, b plan.Belief) {
+	r := t.get(key)
+	r.believed, r.belief, r.ep = true, b, ep
+}
+
+// added records a host announced added: its endpoint, and no belief about its state beyond
+// one it had.
+func (t hostTable) added(key string, ep Endpoint) {
+	r := t.get(key)
+	if !r.believed {
+		r.believed, r.belief = true, plan.BeliefUnknown
+	}
+	r.ep = ep
+}
+
+// removed forgets what host events said of the host keyed key (announced removed).
+func (t hostTable) removed(key string) {
+	if r, ok := t[key]; ok {
+		r.believed, r.belief, r.ep = false, plan.BeliefUnknown, Endpoint{}
 	}
 }
 
-// belief is a host as the latest host event (from gocql or our own connection) describes it.
-type belief struct {
-	ep     Endpoint
-	belief plan.Belief
-}
-
-// publishHosts merges the snapshot's hosts with the beliefs from host events (the latest
-// event about a host wins over the snapshot's state) and publishes them for attempts.
+// publishHosts merges the snapshot's hosts with the host table's beliefs (the latest host
+// event or refused dial about a host wins over the snapshot's state) and publishes them for
+// attempts and the governor.
 func (cc *ControlConnection) publishHosts(o *owner) {
 	var hosts []plan.PlanHost
 	seen := map[string]bool{}
@@ -91,18 +106,18 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 			case metadata.StateDown:
 				ph.Belief = plan.BeliefDown
 			}
-			if b, ok := o.beliefs[h.HostID()]; ok {
-				ph.Belief = b.belief
+			if r, ok := o.hosts[h.HostID()]; ok && r.believed {
+				ph.Belief = r.belief
 			}
 			seen[h.HostID()] = true
 			hosts = append(hosts, ph)
 		}
 	}
-	for key, b := range o.beliefs {
-		if seen[key] || b.ep.Addr == "" {
+	for key, r := range o.hosts {
+		if !r.believed || seen[key] || r.ep.Addr == "" {
 			continue
 		}
-		hosts = append(hosts, plan.PlanHost{Endpoint: b.ep, Belief: b.belief})
+		hosts = append(hosts, plan.PlanHost{Endpoint: r.ep, Belief: r.belief})
 	}
 	cc.planHosts.Store(&hosts)
 	cc.forgetRemoved(hosts)
@@ -115,13 +130,13 @@ func (cc *ControlConnection) translate(ip net.IP, port int) string {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(port))
 }
 
-// dropStaleBeliefs forgets, after a metadata read the store accepted, the beliefs from host
-// events about hosts the cluster no longer lists (removed, or an address a host no longer has):
-// publishHosts would otherwise keep them among the hosts of every plan and every host table
-// for good (owner goroutine).
-func (cc *ControlConnection) dropStaleBeliefs(o *owner) {
+// pruneHosts forgets, after a metadata read the store accepted, the records of hosts the
+// cluster no longer lists (removed, or an address a host no longer has): publishHosts would
+// otherwise keep them among the hosts of every plan and every host table for good, and the
+// table would grow with address churn (owner goroutine).
+func (cc *ControlConnection) pruneHosts(o *owner) {
 	snap := cc.store.Current()
-	if snap == nil || len(o.beliefs) == 0 {
+	if snap == nil || len(o.hosts) == 0 {
 		return
 	}
 	listed := map[string]bool{}
@@ -130,9 +145,9 @@ func (cc *ControlConnection) dropStaleBeliefs(o *owner) {
 		listed[h.ConnectAddress().String()] = true
 		listed[cc.translate(h.ConnectAddress(), h.Port())] = true
 	}
-	for key, b := range o.beliefs {
-		if !listed[strings.ToLower(key)] && (b.ep.Addr == "" || !listed[b.ep.Addr]) {
-			delete(o.beliefs, key)
+	for key, r := range o.hosts {
+		if !listed[strings.ToLower(key)] && (r.ep.Addr == "" || !listed[r.ep.Addr]) {
+			delete(o.hosts, key)
 		}
 	}
 }
@@ -188,9 +203,10 @@ func (cc *ControlConnection) refusedDials(o *owner, refused []refusedDial) {
 		}
 		r.seq++
 		r.held = nil
+		o.hosts.believe(id, d.ep, plan.BeliefDown)
+		changed = true
 		if changes, err := cc.store.SetState(id, false); err == nil && len(changes) > 0 {
 			cc.log.Info("host down: our dial was refused", "host_id", id, "addr", d.ep.Addr)
-			changed = true
 		}
 	}
 	if changed {

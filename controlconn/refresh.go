@@ -79,10 +79,7 @@ func (cc *ControlConnection) onRefreshed(o *owner, r refreshResult) {
 	if err != nil {
 		cc.log.Warn("metadata refresh rejected", "err", err)
 	} else {
-		cc.dropStaleBeliefs(o)
-		if snap := cc.store.Current(); snap != nil {
-			o.hosts.retain(func(id string) bool { _, ok := snap.Host(id); return ok })
-		}
+		cc.pruneHosts(o)
 	}
 	cc.applyPending(o)
 	cc.noteSkipped(r.skipped)

@@ -43,11 +43,10 @@ type owner struct {
 	dirty         bool // refresh again when the running one ends
 	pending       []chan error
 	inflight      []chan error
-	beliefs       map[string]belief // by hostevents key (host ID, else address)
 	periodic      *time.Timer
 	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
 	adoptions     int                     // connections adopted so far
-	hosts         hostTable               // by host ID: evidence of liveness, reports applied, held HostDowns
+	hosts         hostTable               // by host ID, else address: beliefs, evidence of liveness, reports applied, held HostDowns
 	sawUp         map[string]sawUp        // by hostevents key: UP announced on our connection, gocql's HostUp awaited
 	probes        []scheduledProbe        // by time: the probes of the current connection still to start
 	probeTimer    *time.Timer             // fires at probes[0].at
@@ -62,7 +61,6 @@ func (cc *ControlConnection) newOwner() *owner {
 		rec:           cc.rec,
 		due:           time.NewTimer(time.Hour),
 		results:       make(chan attemptResult, 1),
-		beliefs:       map[string]belief{},
 		periodic:      time.NewTimer(time.Hour),
 		refreshed:     make(chan refreshResult, 1),
 		hosts:         hostTable{},
