@@ -25,8 +25,9 @@ import (
 //     from up to ConnectTimeout before it arrived (the dial or connection that failed may have
 //     started that long ago, to the node's previous run), so one that is not newer than the
 //     host's latest evidence of being up (a pushed UP, a HostUp, a probe answered, our own
-//     connection to it) does not change the state; it has the host probed at once, and the
-//     probe's verdict (or, if the probe gives none, the HostDown) decides;
+//     connection to it) does not change the state while our connection is up; it has the
+//     host probed at once, and the probe's verdict (or, if the probe gives none, the
+//     HostDown) decides;
 //   - a dial of ours refused by the host's address (connection refused: nothing listens on its
 //     native port), while an attempt of ours runs: the host is down, unless evidence newer
 //     than the refusal says it is up. So a node that restarted while ours was away, and that
@@ -233,8 +234,10 @@ func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
 
 // reportState applies a status reported by a pushed event or the gocql session: it is newer
 // than any probe in flight, makes a scheduled probe of the host unnecessary, and is kept for
-// later if the snapshot does not list the host yet. A session HostDown that is not newer than
-// the host's latest evidence of being up is held instead, and the host probed to settle it.
+// later if the snapshot does not list the host yet. While our connection is up, a session
+// HostDown that is not newer than the host's latest evidence of being up is held instead, and
+// the host probed to settle it. (With ours down the cluster is in an outage as far as we know:
+// the HostDown is the likelier truth, and a probe would be one more dial of the outage.)
 // It returns whether the host is unknown, and whether the report was held.
 func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown, held bool) {
 	snap := cc.store.Current()
@@ -250,7 +253,7 @@ func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown, hel
 		r.held = nil
 		if p.up {
 			o.hosts.sawUp(p.hostID, p.at)
-		} else if p.session && !p.at.Add(-cc.connCfg.ConnectTimeout).After(r.upAt) && snap != nil {
+		} else if p.session && !p.at.Add(-cc.connCfg.ConnectTimeout).After(r.upAt) && snap != nil && cc.connected(o) {
 			if h, ok := snap.Host(p.hostID); ok && snap.State(p.hostID) == metadata.StateUp { // down already: nothing to overrule
 				r.held = &p
 				cc.log.Debug("session HostDown older than the host's UP: probing", "host_id", p.hostID)
