@@ -34,7 +34,7 @@ consumer:
 # figures that virtual-time tests pin in the regular suite, and outages of a minute or more.
 # About 17 minutes on two cores, 10 of them the ten 60 s governed outages. .ci/run runs it after
 # make test when CQLCONTROL_LONG=1 is set (a nightly or pre-release job), not on every change.
-LONG_TESTS = TestGovernedLongOutages|TestGovernedSixtySecondOutage|TestGovernedFullOutageSevenNodes|TestBlindShortOutages|TestBlindDialsDoNotGrowWithNodesRealSockets|TestFullRestartsAndLongOutageWithGocqlSessionAttached
+LONG_TESTS = TestGovernedLongOutages|TestGovernedPartialReturn|TestGovernedSixtySecondOutage|TestGovernedFullOutageSevenNodes|TestBlindShortOutages|TestBlindDialsDoNotGrowWithNodesRealSockets|TestFullRestartsAndLongOutageWithGocqlSessionAttached
 LONG_TESTS_V2 = TestFullRestartsAndLongOutageWithV2SessionAttached
 long:
 	CQLCONTROL_LONG=1 TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 60m -v -run '^($(LONG_TESTS))$$' ./integration/

@@ -3,6 +3,7 @@ package controlconn
 import (
 	"context"
 	"errors"
+	"syscall"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
@@ -11,9 +12,17 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
+// refusedDial is a dial of ours that the host's address refused (nothing listens on its native
+// port): evidence, at the time, that the node is down.
+type refusedDial struct {
+	ep Endpoint
+	at time.Time
+}
+
 // attempt is one connection attempt: plan, staggered dials, first metadata read. It runs on
-// its own goroutine; run sends it the hosts evidenced while it runs, dialled at once.
-func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, error) {
+// its own goroutine; run sends it the hosts evidenced while it runs, dialled at once. It also
+// returns the dials that were refused, evidence for run's host table.
+func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, []refusedDial, error) {
 	hosts := *cc.planHosts.Load()
 	hostPlan := cc.planner.Plan(time.Now(), plan.PlanInput{
 		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: plan.PlanLimit(a),
@@ -29,15 +38,22 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, e
 		return cc.planner.Admit(time.Now(), hostPlan, contacts, hosts)
 	}
 	cc.log.Debug("attempt", "recovery", a.Recovery, "n", a.N, "rearmed", a.ReArmed, "reason", a.Reason, "hint", a.Hint, "plan", len(head))
-	l, err := staggerDial(ctx, head, tail, evidence, cc.cad.StaggerDelay, cc.dialHost, cc.dialDone)
+	var refused []refusedDial
+	done := func(ep Endpoint, err error, took time.Duration) { // on staggerDial's goroutine
+		cc.dialDone(ep, err, took)
+		if errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, ErrGoverned) {
+			refused = append(refused, refusedDial{ep: ep, at: time.Now()})
+		}
+	}
+	l, err := staggerDial(ctx, head, tail, evidence, cc.cad.StaggerDelay, cc.dialHost, done)
 	if err != nil {
 		if Classify(err).Permanent() {
 			cc.log.Error("control connection attempt failed permanently", "class", Classify(err), "err", err)
-			return nil, reconnect.NonRetryable(err)
+			return nil, refused, reconnect.NonRetryable(err)
 		}
-		return nil, err
+		return nil, refused, err
 	}
-	return l, nil
+	return l, refused, nil
 }
 
 // dialHost dials one host and reads its metadata: a host that connects but cannot serve the

@@ -143,7 +143,7 @@ func init() {
 // reconnect.Recovery, publishes metadata to subscribers and answers control requests.
 //
 // One goroutine (run) owns the connection's lifecycle: the Recovery, the attempt in flight,
-// the current connection, its events, metadata refreshes and the host beliefs. The attempt
+// the current connection, its events, metadata refreshes and the host table. The attempt
 // goroutine reads what run publishes through an atomic; callers talk to run through channels,
 // read what it publishes under pubMu, or use the current connection directly for queries.
 type ControlConnection struct {

@@ -10,13 +10,14 @@
 //	(the wrapped policy)                                     |  ^
 //	                               attempt goroutine <-start-+  +-link-- (the attempt's result)
 //	                               refresh worker    <-start-+  +-tables- (system.local, peers)
-//	link reader goroutine ----server events----------------->+
+//	link reader goroutine ----server events----------------->+ (applied at once: not through the Queue)
 //	run --Refresh/ApplyStatus/SetState--> metadata.Store --Change--> Subscription --> subscriber
 //
 // Who owns what:
 //
-//	Recovery, attempt in flight, current link,   run (worker.go): the only goroutine that
-//	host beliefs, refresh and probe state        touches owner
+//	Recovery, attempt in flight, current link,   run (worker.go; refresh.go, events.go,
+//	host table (hosttable.go: beliefs, evidence  hosttable.go, reconcile.go): the only
+//	of up, held HostDowns), refresh, probes      goroutine that touches owner
 //	events not yet batched, the window           the Queue's batching goroutine (Push, on
 //	                                             gocql's goroutines, takes its lock briefly)
 //	a link's socket (internal/cqlconn's Conn)    reads: its reader goroutine; writes: one

@@ -38,30 +38,35 @@ var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 //	HostBackoff  1 s    a host whose dials failed gets its next real dial this much later,
 //	                    doubling per failure up to MaxInterval
 //
-// The rules, per dial. While our connection is up, a dial to a host believed up or unknown
-// passes untouched; a dial to a host known down is real at most once per that host's backoff:
-// HostBackoff doubling per failed dial, or MaxInterval for a host our connection saw announced
-// DOWN or was lost from (its UP announcement, or our probe after a reconnection, opens it at
-// once; the slots only cover a missed announcement). Our probes are dials like gocql's: a
-// known-down host is probed only when its slot is due (the host to verify after a
-// reconnection, at once). When our connection is lost, the cluster is presumed reachable until
-// a dial to another host fails (hosts not known down pass; the host it was lost from waits
-// HostBackoff; a dial that connects meanwhile is no evidence, as our recovery is dialling
-// already). While our connection is down and the cluster unreachable as far as we know, a real
-// dial also needs the client-wide budget: the first at once, the next one interval later; and
-// a known-down host's backoff is at most (number of hosts) × interval, so the budget rotates
-// over the hosts. The first dial that connects during the outage is evidence that re-arms our
-// connection, and it proves the cluster reachable: from then on until our connection is back,
-// every host not known down passes at once (a host that accepts connections is never
-// starved), and a known-down host gets its real dials on its own backoff. Refused dials fail at
-// once with an error wrapping ErrGoverned, send nothing, and never count as a failure in
-// gocql's ConvictionPolicy (New wraps the one configured). A gocql session's dials are not
-// governed until one of them has connected, so that CreateSession succeeds whenever gocql
-// alone would: its first connection never waits for the budget. After Close (of every
-// ControlConnection sharing the governor) a host whose last real dial failed gets one real
-// dial per gocql's ReconnectInterval as the user configured it (New shortens gocql's default),
-// every other dial passes. The hosts the governor keeps a record of are those of the latest
-// metadata: removed hosts and old addresses are forgotten.
+// The rules, in one paragraph (docs/governor.md has the same; package internal/dialgate, the
+// decision core, has no rule this paragraph lacks). While our connection is up, a dial to a host
+// believed up or unknown passes untouched; a dial to a host known down (a failed dial, an
+// announced DOWN, or the loss of our connection to it) is real at most once per that host's
+// backoff: HostBackoff doubling per failed dial, or MaxInterval for a host announced DOWN or lost
+// from, which its UP announcement, a dial that connects to it, or our probe opens at once (the
+// slots only cover a missed announcement). Our probes are dials like gocql's and take a
+// known-down host's slot, except that a host to verify after a reconnection (announced DOWN
+// before it, or lost from) is probed at once. When our connection is lost, the cluster is
+// presumed reachable until a dial to another host fails: hosts not known down pass, the host it
+// was lost from waits HostBackoff, and a dial that connects meanwhile is no evidence (our
+// recovery is dialling already). While our connection is down and the cluster unreachable as far
+// as we know, a real dial also needs the process-wide budget: the first at once, each next one
+// interval later (OutageShare of the outage so far, within MinInterval and MaxInterval, ±Jitter),
+// and a known-down host's backoff restarts and is at most (number of hosts) × interval, so the
+// budget rotates over the hosts. The first dial that connects during the outage is evidence that
+// re-arms our connection and proves the cluster reachable: until our connection is back, every
+// host not known down passes at once and a known-down host gets its real dials on its own
+// backoff. A failed dial of ours ends a presumption but makes no host known down, since ours may
+// be cut off alone. When our connection is back, the hosts it believes up are open at once,
+// except the host it was lost from, which gets one real dial HostBackoff later (gossip may not
+// have noticed it stopping); a host known down by failed dials or an earlier announcement gets
+// one real dial at once. Refused dials fail at once with a non-temporary *net.OpError wrapping
+// ErrGoverned, send nothing, and never count as a failure in gocql's ConvictionPolicy (New wraps
+// the one configured). A gocql session's dials are not governed until one of them has
+// connected, so CreateSession succeeds whenever gocql alone would. After Close (of every
+// ControlConnection sharing the governor) a host whose last real dial failed gets one real dial
+// per gocql's ReconnectInterval as the user configured it (New shortens gocql's default), and
+// every other dial passes. The governor keeps records only of the hosts of the latest metadata.
 type Governor struct {
 	MinInterval time.Duration
 	OutageShare float64

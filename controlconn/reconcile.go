@@ -20,7 +20,18 @@ import (
 // decided by, newest first:
 //
 //   - a STATUS_CHANGE pushed on our connection, or a HostUp/HostDown of the gocql session the
-//     ControlConnection is attached to (its pool connected to the host, or gave up on it);
+//     ControlConnection is attached to (its pool connected to the host, or gave up on it). A
+//     state changes only on evidence newer than what it replaces: a session HostDown dates
+//     from up to ConnectTimeout before it arrived (the dial or connection that failed may have
+//     started that long ago, to the node's previous run), so one that is not newer than the
+//     host's latest evidence of being up (a pushed UP, a HostUp, a probe answered, our own
+//     connection to it) does not change the state while our connection is up; it has the
+//     host probed at once, and the probe's verdict (or, if the probe gives none, the
+//     HostDown) decides;
+//   - a dial of ours refused by the host's address (connection refused: nothing listens on its
+//     native port), while an attempt of ours runs: the host is down, unless evidence newer
+//     than the refusal says it is up. So a node that restarted while ours was away, and that
+//     nobody reported down, is seen going down and, by the probe below, coming back;
 //   - one probe per host on every connection we adopt, the first included: a connect through
 //     the configured dialer and an OPTIONS answered (a node is up for clients when it answers
 //     on its native port; a port that accepts and never answers is a hung or paused node),
@@ -56,17 +67,19 @@ type scheduledProbe struct {
 type probeResult struct {
 	gen    int    // owner.gen when the probe started: a result for a lost connection is dropped
 	hostID string //
-	seq    uint64 // owner.statusSeq[hostID] when the probe started
+	seq    uint64 // owner.hosts' seq of hostID when the probe started
 	up     bool
 	err    error // set when the probe gives no verdict
 }
 
 // pendingState is a status learned for a host the snapshot does not list yet.
 type pendingState struct {
-	hostID string // "" when only the address is known
-	ip     net.IP
-	port   int
-	up     bool
+	hostID  string // "" when only the address is known
+	ip      net.IP
+	port    int
+	up      bool
+	session bool      // reported by the gocql session (else pushed on our connection)
+	at      time.Time // when it arrived
 }
 
 // scheduleProbes schedules one probe of every host of the current snapshot except the one
@@ -77,7 +90,7 @@ type pendingState struct {
 // Called by run on adoption.
 func (cc *ControlConnection) scheduleProbes(o *owner, l *link) {
 	o.probes = o.probes[:0]
-	o.reported = map[string]bool{}
+	o.hosts.adopted()
 	snap := cc.store.Current()
 	if snap == nil {
 		return
@@ -121,7 +134,7 @@ func (cc *ControlConnection) dueProbes(o *owner) {
 	for len(o.probes) > 0 && !o.probes[0].at.After(now) {
 		p := o.probes[0]
 		o.probes = o.probes[1:]
-		if p.gen != o.gen || o.reported[p.ep.HostID] {
+		if r, ok := o.hosts[p.ep.HostID]; p.gen != o.gen || ok && r.reported {
 			continue // the connection is gone, or someone reported on the host since
 		}
 		cc.startProbe(o, p.ep)
@@ -131,7 +144,7 @@ func (cc *ControlConnection) dueProbes(o *owner) {
 
 // startProbe runs one probe on its own goroutine, at most probeConcurrency at a time.
 func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
-	gen, seq := o.gen, o.statusSeq[ep.HostID]
+	gen, seq := o.gen, o.hosts.seq(ep.HostID)
 	timeout := cc.connCfg.ConnectTimeout
 	cc.wg.Add(1)
 	go func() {
@@ -180,16 +193,30 @@ func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, er
 	return false, nil
 }
 
-// onProbed applies a probe's verdict unless it is stale.
+// onProbed applies a probe's verdict unless it is stale. A probe that settles a held HostDown
+// and gives no verdict applies the HostDown.
 func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
+	rec, ok := o.hosts[r.hostID]
+	current := ok && r.gen == o.gen && rec.seq == r.seq
 	if r.err != nil {
 		if r.gen == o.gen && cc.ctx.Err() == nil {
 			cc.log.Debug("probe gave no verdict", "host_id", r.hostID, "err", r.err)
 		}
+		if current && rec.held != nil {
+			p := *rec.held
+			rec.held = nil
+			cc.applyState(o, p)
+		}
 		return
 	}
-	if r.gen != o.gen || o.statusSeq[r.hostID] != r.seq {
+	if r.gen != o.gen || o.hosts.seq(r.hostID) != r.seq {
 		return
+	}
+	if ok {
+		rec.held = nil
+	}
+	if r.up {
+		o.hosts.sawUp(r.hostID, time.Now())
 	}
 	changes, err := cc.store.SetState(r.hostID, r.up)
 	switch {
@@ -207,8 +234,12 @@ func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
 
 // reportState applies a status reported by a pushed event or the gocql session: it is newer
 // than any probe in flight, makes a scheduled probe of the host unnecessary, and is kept for
-// later if the snapshot does not list the host yet. It returns whether the host is unknown.
-func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown bool) {
+// later if the snapshot does not list the host yet. While our connection is up, a session
+// HostDown that is not newer than the host's latest evidence of being up is held instead, and
+// the host probed to settle it. (With ours down the cluster is in an outage as far as we know:
+// the HostDown is the likelier truth, and a probe would be one more dial of the outage.)
+// It returns whether the host is unknown, and whether the report was held.
+func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown, held bool) {
 	snap := cc.store.Current()
 	if p.hostID == "" && snap != nil && p.ip != nil {
 		if h, err := snap.HostByAddr(p.ip, p.port); err == nil {
@@ -216,9 +247,27 @@ func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown bool
 		}
 	}
 	if p.hostID != "" {
-		o.statusSeq[p.hostID]++
-		o.reported[p.hostID] = true
+		r := o.hosts.get(p.hostID)
+		r.seq++
+		r.reported = true
+		r.held = nil
+		if p.up {
+			o.hosts.sawUp(p.hostID, p.at)
+		} else if p.session && !p.at.Add(-cc.connCfg.ConnectTimeout).After(r.upAt) && snap != nil && cc.connected(o) {
+			if h, ok := snap.Host(p.hostID); ok && snap.State(p.hostID) == metadata.StateUp { // down already: nothing to overrule
+				r.held = &p
+				cc.log.Debug("session HostDown older than the host's UP: probing", "host_id", p.hostID)
+				cc.startProbe(o, Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()})
+				return false, true
+			}
+		}
 	}
+	return cc.applyState(o, p), false
+}
+
+// applyState sets a reported status in the store, or keeps it for later if the snapshot does
+// not list the host yet; it returns whether the host is unknown.
+func (cc *ControlConnection) applyState(o *owner, p pendingState) (unknown bool) {
 	var err error
 	if p.hostID != "" {
 		_, err = cc.store.SetState(p.hostID, p.up)
