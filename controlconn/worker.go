@@ -93,7 +93,7 @@ func (cc *ControlConnection) newOwner() *owner {
 		reported:      map[string]bool{},
 		pendingStates: map[string]pendingState{},
 		probed:        make(chan probeResult),
-		gate:          newRefreshGate(MinRefreshInterval),
+		gate:          newRefreshGate(minRefreshInterval),
 	}
 	o.due.Stop()
 	o.periodic.Stop()

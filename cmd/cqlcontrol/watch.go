@@ -41,6 +41,9 @@ const passwordEnv = "CQLCONTROL_PASSWORD"
 // startReportEvery is how often watch says why it is still not connected.
 const startReportEvery = 5 * time.Second
 
+// defaultPort is the native protocol port of --port, as gocql's default.
+const defaultPort = 9042
+
 type watchConfig struct {
 	hosts       []string
 	port        int
@@ -57,8 +60,8 @@ type watchConfig struct {
 	verbose     bool
 
 	connectTimeout time.Duration
-	fs             *flag.FlagSet        // for errors found after parsing
-	resolve        controlconn.Resolver // nil: the system's resolver
+	fs             *flag.FlagSet // for errors found after parsing
+	resolve        plan.Resolver // nil: the system's resolver
 }
 
 // runWatch is "cqlcontrol watch": attach a ControlConnection to a cluster, print its topology,
@@ -97,7 +100,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Observer callbacks must not block: they hand lines to the printing loop, or drop them.
 	obs := &watchObserver{Collectors: col, notes: make(chan note, 256)}
 	opts := []controlconn.Option{
-		controlconn.WithObserver(obs),
+		controlconn.WithObserver(obs.observer()),
 		controlconn.WithReconnectObserver(obs),
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: obs}),
 	}
@@ -275,7 +278,7 @@ func parseWatchFlags(args []string, stdout, stderr io.Writer) (watchConfig, erro
 	fs := newFlagSet("watch", "--hosts a,b,c [flags]", watchDescription, stdout, stderr)
 	cfg := watchConfig{fs: fs}
 	hosts := fs.String("hosts", "", "contact points, comma-separated: `host[:port],...` (required)")
-	fs.IntVar(&cfg.port, "port", controlconn.DefaultPort, "native protocol port of contact points without one, and of every peer")
+	fs.IntVar(&cfg.port, "port", defaultPort, "native protocol port of contact points without one, and of every peer")
 	fs.DurationVar(&cfg.connectTimeout, "connect-timeout", 30*time.Second, "give up (exit 1) when the first connection is not made within this `duration` (0: never)")
 	fs.StringVar(&cfg.username, "username", "", "user name for PasswordAuthenticator (authentication is off without it)")
 	fs.StringVar(&cfg.password, "password", "", "password for PasswordAuthenticator (default: $"+passwordEnv+")")
@@ -459,6 +462,13 @@ func (o *watchObserver) DelayChosen(d time.Duration, capped bool) {
 		o.note("control", "%s", failed)
 	}
 	o.Collectors.DelayChosen(d, capped)
+}
+
+// observer is o as the ControlConnection's observer: its Collectors' with o's lines added.
+func (o *watchObserver) observer() controlconn.Observer {
+	obs := o.Collectors.Observer()
+	obs.Connected, obs.Lost, obs.DataPathLag = o.Connected, o.Lost, o.DataPathLag
+	return obs
 }
 
 func (o *watchObserver) Connected(ep controlconn.Endpoint, v primitive.ProtocolVersion) {
