@@ -1,15 +1,11 @@
 package metadata
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 )
-
-// ErrClosed is returned by a closed Store or Subscription.
-var ErrClosed = errors.New("metadata: closed")
 
 // Store holds the current snapshot and publishes the changes between consecutive snapshots to
 // subscribers. Readers call Current without locking. Publishing (Update, Refresh, ApplyStatus)
