@@ -64,9 +64,9 @@ type Options struct {
 	ConstLabels prometheus.Labels
 }
 
-// Collectors holds the control connection's metrics. It implements reconnect.Observer,
-// hostevents.QueueObserver and, through Observer, controlconn.Observer; all methods are safe for concurrent use
-// and never block. One Collectors observes one control connection: its state gauge and its
+// Collectors holds the control connection's metrics. It implements reconnect.Observer and
+// hostevents.QueueObserver, and Observer makes its controlconn.Observer; all methods are safe
+// for concurrent use and never block. One Collectors observes one control connection: its state gauge and its
 // initial-connection detection assume a single reconnect.Handler (use Subsystem or
 // ConstLabels to tell several apart).
 type Collectors struct {
