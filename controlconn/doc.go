@@ -46,9 +46,9 @@
 // host planner (internal/plan) are not part of it; Endpoint, ConnError, ErrorClass and
 // ServerError are aliases of cqlconn's types. The dial governor's decision core
 // (internal/dialgate) is not part of it either: Governor configures it, GovernorStats counts its
-// decisions. What only this module's code and its driver adapter (the gocqlv2 module) use,
-// building without a gocql v1 ClusterConfig to install on, a driver's dial gate, a chosen
-// host-event queue, resolver or random source, is in internal/ccopt.
+// decisions. WithDriver is for adapters of other drivers (the gocqlv2 module), with the types of
+// controlconn/adapter. What only this module's own code uses (a ControlConnection that installs
+// nothing, a chosen host-event queue, resolver or random source) is in internal/ccopt.
 //
 //	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
 //		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay
@@ -72,6 +72,6 @@
 //	ServerError: Code Error Message
 //	Status: Attempts ConfigChanged ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss
 //		LastLossAt NextAttemptAt Recovery SkippedPeers State Version
-//	WithDialGovernor WithLogger WithObserver WithQueueConfig WithReconnectObserver
+//	WithDialGovernor WithDriver WithLogger WithObserver WithQueueConfig WithReconnectObserver
 //	WithSharedDialGovernor
 package controlconn

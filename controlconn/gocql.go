@@ -2,19 +2,17 @@ package controlconn
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/gocql/gocql"
@@ -113,7 +111,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	return cc, nil
 }
 
-// newForDriver is New for a driver adapter (ccopt.WithDriver): c is translated from the
+// newForDriver is New for a driver adapter (WithDriver): c is translated from the
 // driver's configuration, and nothing is installed on it. It builds the ControlConnection with
 // a host-event queue and calls d.Install with that queue, so that the adapter can put the
 // driver's listener on it (the gocqlv2 module does so for gocql v2). Unless opts pass a queue
@@ -126,7 +124,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 // With WithDialGovernor it hands the governor to d.TakeGate, which governs the driver's dials;
 // without d.TakeGate it returns an error wrapping ErrInvalidConfig: the driver's dials are not
 // its to govern.
-func newForDriver(c config, d ccopt.Driver, opts ...Option) (*ControlConnection, error) {
+func newForDriver(c config, d adapter.Driver, opts ...Option) (*ControlConnection, error) {
 	if d.WriteTimeout > 0 {
 		c.Conn.WriteTimeout = d.WriteTimeout
 	}
@@ -240,46 +238,9 @@ func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (config, error) 
 	return c, c.Validate()
 }
 
-// tlsConfig follows gocql v1.7.0's setupTLSConfig:
-//
-//	config.InsecureSkipVerify | EnableHostVerification | Result
-//	config is nil             | false                  | do not verify host
-//	config is nil             | true                   | verify host
-//	false                     | false                  | verify host
-//	true                      | false                  | do not verify host
-//	false                     | true                   | verify host
-//	true                      | true                   | verify host
-func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
-	var tc *tls.Config
-	if o.Config == nil {
-		tc = &tls.Config{InsecureSkipVerify: !o.EnableHostVerification}
-	} else {
-		tc = o.Config.Clone()
-	}
-	if tc.InsecureSkipVerify && o.EnableHostVerification {
-		tc.InsecureSkipVerify = false
-	}
-	if o.CaPath != "" {
-		if tc.RootCAs == nil {
-			tc.RootCAs = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(o.CaPath)
-		if err != nil {
-			return nil, fmt.Errorf("controlconn: unable to open CA certs: %w", err)
-		}
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, errors.New("controlconn: failed parsing CA certs")
-		}
-	}
-	if o.CertPath != "" || o.KeyPath != "" {
-		cert, err := tls.LoadX509KeyPair(o.CertPath, o.KeyPath)
-		if err != nil {
-			return nil, fmt.Errorf("controlconn: unable to load X509 key pair: %w", err)
-		}
-		tc.Certificates = append(tc.Certificates, cert)
-	}
-	return tc, nil
-}
+// tlsConfig is gocql v1.7.0's TLS configuration from o (adapter.TLSConfig, shared with the
+// gocqlv2 adapter).
+func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) { return adapter.TLSConfig(o) }
 
 // sessionCheck holds New's checks of the order of things. As the Observer New installs around
 // the caller's, at the first connection it warns, once, when no gocql session has initialised

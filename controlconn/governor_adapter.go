@@ -5,12 +5,12 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
 // The dial governor for driver adapters (gocqlv2, a module of its own): newForDriver honours
 // WithDialGovernor when the adapter also passes withDriverGate, and hands it the governor as a
-// ccopt.DriverGate, so that the adapter wraps its driver's dialer the way New does for gocql v1. Users
+// adapter.Gate, so that the adapter wraps its driver's dialer the way New does for gocql v1. Users
 // reach it through the adapter's New, never directly.
 
 // withDriverGate is for driver adapters, not applications (gocqlv2.New passes it): given to
@@ -19,7 +19,7 @@ import (
 // once, before it returns successfully, so that the adapter governs its driver's dials with the
 // same budget. Without a governor option, or on error, take is never called. New and
 // newWithConfig ignore it.
-func withDriverGate(take func(ccopt.DriverGate)) Option {
+func withDriverGate(take func(adapter.Gate)) Option {
 	return func(o *options) { o.gateTaker = take }
 }
 
@@ -30,7 +30,7 @@ func governed() Option { return func(o *options) { o.governed = true } }
 // adapterGovernor builds the governor newForDriver installs when opts carry both
 // WithDialGovernor and withDriverGate, and governs c's own dials with it; without both it
 // returns nil and changes nothing.
-func adapterGovernor(c *config, opts []Option) (*dialGovernor, func(ccopt.DriverGate), error) {
+func adapterGovernor(c *config, opts []Option) (*dialGovernor, func(adapter.Gate), error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -60,7 +60,7 @@ type driverGate struct {
 	interval time.Duration // the driver's reconnect interval as its user configured it
 }
 
-var _ ccopt.DriverGate = (*driverGate)(nil)
+var _ adapter.Gate = (*driverGate)(nil)
 
 func (d *driverGate) SetReconnectInterval(i time.Duration) { d.interval = i }
 func (d *driverGate) Admit(ctx context.Context, addr netip.AddrPort) (bool, error) {

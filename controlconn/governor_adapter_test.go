@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,14 +23,14 @@ func TestNewForDriverHandsTheGovernorToAnAdapter(t *testing.T) {
 
 	// Without the adapter's option, newForDriver cannot install WithDialGovernor: an
 	// error, not a governor silently dropped (issue 18, defect 8).
-	_, err := newForDriver(c, ccopt.Driver{Install: install}, WithDialGovernor(Governor{}))
+	_, err := newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{}))
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Zero(t, installed, "nothing installed")
 
 	// Without WithDialGovernor, the adapter gets nothing.
-	var gates []ccopt.DriverGate
-	take := withDriverGate(func(g ccopt.DriverGate) { gates = append(gates, g) })
-	cc2, err := newForDriver(c, ccopt.Driver{Install: install}, take)
+	var gates []adapter.Gate
+	take := withDriverGate(func(g adapter.Gate) { gates = append(gates, g) })
+	cc2, err := newForDriver(c, adapter.Driver{Install: install}, take)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.Empty(t, gates)
@@ -38,14 +38,14 @@ func TestNewForDriverHandsTheGovernorToAnAdapter(t *testing.T) {
 
 	// An invalid Governor: an error, nothing handed over, nothing installed.
 	before := installed
-	_, err = newForDriver(c, ccopt.Driver{Install: install}, WithDialGovernor(Governor{Jitter: 2}), take)
+	_, err = newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{Jitter: 2}), take)
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Empty(t, gates)
 	assert.Equal(t, before, installed)
 
 	// Both: the adapter gets the governor once; ours dials through the same one; a driver
 	// dial that connects while ours is down is evidence that reaches run.
-	cc3, err := newForDriver(c, ccopt.Driver{Install: install}, WithDialGovernor(Governor{}), take)
+	cc3, err := newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{}), take)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	require.Len(t, gates, 1)

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -31,8 +31,8 @@ func WithDialGovernor(g Governor) Option {
 }
 
 // governedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
-// the config has gocql's default (see ccopt.GovernedReconnectInterval, shared with gocqlv2).
-const governedReconnectInterval = ccopt.GovernedReconnectInterval
+// the config has gocql's default (see adapter.GovernedReconnectInterval, shared with gocqlv2).
+const governedReconnectInterval = adapter.GovernedReconnectInterval
 
 // gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
 const gocqlDefaultReconnectInterval = 60 * time.Second

@@ -3,11 +3,9 @@ package controlconn
 import (
 	"log/slog"
 
-	"github.com/gocql/gocql"
-
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
@@ -24,14 +22,14 @@ type options struct {
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
-	governor    *Governor              // WithDialGovernor; New, and newForDriver with gateTaker
-	shared      *DialGovernor          // WithSharedDialGovernor; as governor
-	gateTaker   func(ccopt.DriverGate) // withDriverGate: a driver adapter takes the governor
-	governed    bool                   // the governor is installed on a driver (New, an adapter)
-	configCheck func() error           // withConfigCheck: Start's check of the driver's configuration
-	inner       observer               // New's session check around the user's observer; nil: none
-	bare        bool                   // ccopt.Bare: New installs nothing on the ClusterConfig
-	driver      *ccopt.Driver          // ccopt.WithDriver: New serves a driver adapter
+	governor    *Governor          // WithDialGovernor; New, and newForDriver with gateTaker
+	shared      *DialGovernor      // WithSharedDialGovernor; as governor
+	gateTaker   func(adapter.Gate) // withDriverGate: a driver adapter takes the governor
+	governed    bool               // the governor is installed on a driver (New, an adapter)
+	configCheck func() error       // withConfigCheck: Start's check of the driver's configuration
+	inner       observer           // New's session check around the user's observer; nil: none
+	bare        bool               // ccopt.Bare: New installs nothing on the ClusterConfig
+	driver      *adapter.Driver    // WithDriver: New serves a driver adapter
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -50,6 +48,12 @@ func WithReconnectObserver(obs reconnect.Observer) Option {
 // Observer sees them arrive, coalesced and dropped).
 func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
 
+// WithDriver is for adapters of other drivers (gocqlv2.New), not applications: New takes the
+// connection settings from the gocql v1 ClusterConfig the adapter translated its driver's
+// configuration into, installs nothing on it, and serves the driver through d (see
+// adapter.Driver). Without d.TakeGate, a governor option is an error.
+func WithDriver(d adapter.Driver) Option { return func(o *options) { o.driver = &d } }
+
 // withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
 func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver = r } }
 
@@ -59,7 +63,7 @@ func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver
 // ownership of a queue it passes: Close does not close it.
 func withHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
 
-// withConfigCheck is for driver adapters (New and gocqlv2.New, through ccopt.Driver, pass
+// withConfigCheck is for driver adapters (New and gocqlv2.New, through adapter.Driver, pass
 // it): the first Start calls check once, before it starts connecting, to find what the
 // application replaced on the driver's configuration since the constructor installed its
 // listener, dialer and the rest. Each error check returns (errors.Join for several) is logged
@@ -80,15 +84,7 @@ func init() {
 	ccopt.Register(ccopt.Hooks{
 		WithRand:       func(f func() float64) any { return withRand(f) },
 		Bare:           func() any { return Option(func(o *options) { o.bare = true }) },
-		WithDriver:     func(d ccopt.Driver) any { return Option(func(o *options) { o.driver = &d }) },
 		WithHostEvents: func(q *hostevents.Queue) any { return withHostEvents(q) },
 		WithResolver:   func(r plan.Resolver) any { return withResolver(r) },
-		ConnConfig: func(cfg *gocql.ClusterConfig, d ccopt.Driver) (cqlconn.ConnConfig, error) {
-			c, err := configFromGocql(cfg, Cadence{})
-			if d.WriteTimeout > 0 {
-				c.Conn.WriteTimeout = d.WriteTimeout
-			}
-			return c.Conn, err
-		},
 	})
 }

@@ -15,19 +15,19 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	gocqlv1 "github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// translated is what New gives controlconn.New for cluster: the gocql v1 configuration, and
-// the connection settings controlconn takes from it.
+// translated is what New gives controlconn.New for cluster: the gocql v1 configuration, the
+// driver's WriteTimeout, and the TLS configuration both sides dial with.
 type translated struct {
-	v1   *gocqlv1.ClusterConfig
-	Conn cqlconn.ConnConfig
+	v1  *gocqlv1.ClusterConfig
+	d   adapter.Driver
+	TLS *tls.Config
 }
 
 func configFromGocql(cluster *gocql.ClusterConfig) (translated, error) {
@@ -36,8 +36,8 @@ func configFromGocql(cluster *gocql.ClusterConfig) (translated, error) {
 		return translated{}, err
 	}
 	v1, d := translate(cluster, nil)
-	conn, err := ccopt.ConnConfig(v1, d)
-	return translated{v1: v1, Conn: conn}, err
+	tc, err := tlsFor(v1)
+	return translated{v1: v1, d: d, TLS: tc}, err
 }
 
 func TestTranslate(t *testing.T) {
@@ -54,33 +54,33 @@ func TestTranslate(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1", "db.example:9043"}, c.v1.Hosts)
 	assert.Equal(t, 9999, c.v1.Port)
-	assert.Equal(t, "3.4.4", c.Conn.CQLVersion)
+	assert.Equal(t, "3.4.4", c.v1.CQLVersion)
 	assert.Equal(t, 3*time.Second, c.v1.ConnectTimeout, "gocql's ConnectTimeout (controlconn.New's when the cadence has none)")
-	assert.Equal(t, 7*time.Second, c.Conn.Keepalive)
-	assert.Same(t, cluster.Dialer, c.Conn.Dialer)
+	assert.Equal(t, 7*time.Second, c.v1.SocketKeepalive)
+	assert.Same(t, cluster.Dialer, c.v1.Dialer)
 	ip, port := c.v1.AddressTranslator.Translate(net.IPv4(192, 168, 0, 1), 9042)
 	assert.Equal(t, "10.1.1.1", ip.String())
 	assert.Equal(t, 9043, port)
-	assert.Equal(t, 11*time.Second, c.Conn.WriteTimeout, "gocql v2 bounds writes by Timeout without WriteTimeout")
-	assert.Nil(t, c.Conn.TLS)
-	assert.Nil(t, c.Conn.HostDialer)
-	assert.Nil(t, c.Conn.Authenticator)
+	assert.Equal(t, 11*time.Second, c.d.WriteTimeout, "gocql v2 bounds writes by Timeout without WriteTimeout")
+	assert.Nil(t, c.TLS)
+	assert.Nil(t, c.v1.HostDialer)
+	assert.Nil(t, c.v1.Authenticator)
 
 	cluster.WriteTimeout = 2 * time.Second
 	c, err = configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Equal(t, 2*time.Second, c.Conn.WriteTimeout)
+	assert.Equal(t, 2*time.Second, c.d.WriteTimeout)
 
 	for proto, want := range map[int]int{0: 0, 3: 3, 4: 4, 5: 4} {
 		cluster.ProtoVersion = proto
 		c, err = configFromGocql(cluster)
 		require.NoError(t, err)
-		assert.Equal(t, want, c.Conn.ProtoVersion, "ProtoVersion %d", proto)
+		assert.Equal(t, want, c.v1.ProtoVersion, "ProtoVersion %d", proto)
 	}
 
 	_, err = configFromGocql(nil)
 	assert.Error(t, err)
-	_, err = configFromGocql(gocql.NewCluster())
+	_, err = New(gocql.NewCluster(), controlconn.Cadence{})
 	assert.ErrorContains(t, err, "no contact points")
 }
 
@@ -103,10 +103,10 @@ func TestTranslateTLSRules(t *testing.T) {
 		cluster.SslOpts = &gocql.SslOptions{Config: tc.config, EnableHostVerification: tc.verifyHost}
 		c, err := configFromGocql(cluster)
 		require.NoError(t, err)
-		require.NotNil(t, c.Conn.TLS, "row %d", i)
-		assert.Equal(t, tc.wantSkip, c.Conn.TLS.InsecureSkipVerify, "row %d", i)
+		require.NotNil(t, c.TLS, "row %d", i)
+		assert.Equal(t, tc.wantSkip, c.TLS.InsecureSkipVerify, "row %d", i)
 		if tc.config != nil {
-			assert.NotSame(t, tc.config, c.Conn.TLS, "row %d: the user's tls.Config is cloned", i)
+			assert.NotSame(t, tc.config, c.TLS, "row %d: the user's tls.Config is cloned", i)
 		}
 	}
 	cluster := gocql.NewCluster("127.0.0.1")
@@ -120,8 +120,8 @@ func TestTranslateTLSRules(t *testing.T) {
 	cluster.HostDialer = &recordingDialer{}
 	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Nil(t, c.Conn.TLS)
-	assert.NotNil(t, c.Conn.HostDialer)
+	assert.Nil(t, c.TLS)
+	assert.NotNil(t, c.v1.HostDialer)
 }
 
 // twoStep is a v2 Authenticator with a second step, to show the chain is adapted at each step.
@@ -141,7 +141,7 @@ func TestAuthenticatorAdapter(t *testing.T) {
 	cluster.Authenticator = twoStep{}
 	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	resp, next, err := c.Conn.Authenticator.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
+	resp, next, err := c.v1.Authenticator.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(resp))
 	require.NotNil(t, next)
@@ -158,9 +158,9 @@ func TestAuthenticatorAdapter(t *testing.T) {
 	}
 	c, err = configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Nil(t, c.Conn.Authenticator)
-	require.NotNil(t, c.Conn.AuthProvider)
-	a, err := c.Conn.AuthProvider((&gocqlv1.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 9)))
+	assert.Nil(t, c.v1.Authenticator)
+	require.NotNil(t, c.v1.AuthProvider)
+	a, err := c.v1.AuthProvider((&gocqlv1.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 9)))
 	require.NoError(t, err)
 	resp, _, err = a.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
 	require.NoError(t, err)

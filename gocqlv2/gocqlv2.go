@@ -4,13 +4,14 @@
 package gocqlv2
 
 import (
+	"crypto/tls"
 	"errors"
 	"slices"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	gocqlv1 "github.com/gocql/gocql"
 )
 
@@ -64,17 +65,17 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	}
 	hosts := &hostInfos{next: cluster.ConnectObserver}
 	v1, d := translate(cluster, hosts)
-	conn, err := ccopt.ConnConfig(v1, d)
+	tc, err := tlsFor(v1)
 	if err != nil {
 		return nil, err
 	}
-	inner := v2HostDialer(cluster, conn.TLS) // what the governed dialer wraps, when governed
+	inner := v2HostDialer(cluster, tc) // what the governed dialer wraps, when governed
 	inst := &installed{cluster: cluster, observer: hosts}
-	var gate ccopt.DriverGate
+	var gate adapter.Gate
 	d.Install = func(q *hostevents.Queue) { Install(cluster, q); inst.queue = q }
-	d.TakeGate = func(g ccopt.DriverGate) { gate = g }
+	d.TakeGate = func(g adapter.Gate) { gate = g }
 	d.Check = inst.check
-	cc, err := controlconn.New(v1, cadence, append(slices.Clip(opts), ccopt.WithDriver[controlconn.Option](d))...)
+	cc, err := controlconn.New(v1, cadence, append(slices.Clip(opts), controlconn.WithDriver(d))...)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +88,19 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	return cc, nil
 }
 
+// tlsFor is the TLS configuration of v1 (translated by translate) by gocql's rules, as
+// controlconn.New derives it for its own dials and gocql v2 for its own: nil without SslOpts
+// or with a HostDialer (which does its own TLS).
+func tlsFor(v1 *gocqlv1.ClusterConfig) (*tls.Config, error) {
+	if v1.HostDialer != nil || v1.SslOpts == nil {
+		return nil, nil
+	}
+	return adapter.TLSConfig(v1.SslOpts)
+}
+
 // translate turns the connection settings of a gocql v2 ClusterConfig into the gocql v1
-// ClusterConfig that controlconn.New takes them from (it installs nothing on it: the driver
-// option says so), following gocql v2's own rules. It does not modify cluster. The HostDialer
+// ClusterConfig that controlconn.New takes them from (it installs nothing on it:
+// controlconn.WithDriver says so), following gocql v2's own rules. It does not modify cluster. The HostDialer
 // and AuthProvider adapters take gocql v2's own HostInfos from hosts (may be nil).
 //
 //   - Hosts and Port; AddressTranslator.
@@ -101,7 +112,7 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 //     which controlconn.New applies) and SocketKeepalive.
 //   - ConnectTimeout, used when the cadence's ConnectTimeout is zero; WriteTimeout, else Timeout,
 //     bounds one frame write, as gocql v2 does (d.WriteTimeout).
-func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (*gocqlv1.ClusterConfig, ccopt.Driver) {
+func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (*gocqlv1.ClusterConfig, adapter.Driver) {
 	v1 := &gocqlv1.ClusterConfig{
 		Hosts:           cluster.Hosts,
 		Port:            cluster.Port,
@@ -127,7 +138,7 @@ func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (*gocqlv1.Cluster
 		v1.SslOpts = &gocqlv1.SslOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
 			CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification}
 	}
-	var d ccopt.Driver
+	var d adapter.Driver
 	switch {
 	case cluster.WriteTimeout > 0:
 		d.WriteTimeout = cluster.WriteTimeout

@@ -12,7 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
 // v2DefaultReconnectInterval is gocql v2's NewCluster ReconnectInterval.
@@ -20,9 +20,9 @@ const v2DefaultReconnectInterval = 60 * time.Second
 
 // governV2 puts the governor gate into cluster (New, after the ControlConnection is built): the
 // HostDialer becomes a governed one around what the user configured (inner), and gocql v2's
-// default reconnect tick becomes 250 ms (ccopt.GovernedReconnectInterval), as controlconn.New does
+// default reconnect tick becomes 250 ms (adapter.GovernedReconnectInterval), as controlconn.New does
 // for gocql v1.
-func governV2(cluster *gocql.ClusterConfig, gate ccopt.DriverGate, inner gocql.HostDialer) {
+func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostDialer) {
 	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
 	gate.SetReconnectInterval(cluster.ReconnectInterval)
 	conviction := cluster.ConvictionPolicy
@@ -34,7 +34,7 @@ func governV2(cluster *gocql.ClusterConfig, gate ccopt.DriverGate, inner gocql.H
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}
 	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
-		cluster.ReconnectInterval = ccopt.GovernedReconnectInterval
+		cluster.ReconnectInterval = adapter.GovernedReconnectInterval
 	}
 }
 
@@ -89,7 +89,7 @@ func (p *plainDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocq
 // governor first (see controlconn.Governor). A refused dial fails at once with an error
 // wrapping controlconn.ErrGoverned and sends nothing.
 type governedDialer struct {
-	gate  ccopt.DriverGate
+	gate  adapter.Gate
 	inner gocql.HostDialer
 }
 

@@ -17,9 +17,9 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/bounded"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -104,7 +104,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 		controlconn.WithDialGovernor(controlconn.Governor{}), controlconn.WithReconnectObserver(rec))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
-	require.Equal(t, ccopt.GovernedReconnectInterval, cluster.ReconnectInterval)
+	require.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
 	bounded.Close(t, "gocql v2 Session.Close (the governed session)", session.Close)

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -35,7 +35,7 @@ const (
 	// outage/36.
 	governedBackWithin = 2500 * time.Millisecond
 	// dataPathBackWithin: a host's pool is refilled on gocql's reconnect tick
-	// (ccopt.GovernedReconnectInterval, 250 ms) once the governor opens the host (at once when ours
+	// (adapter.GovernedReconnectInterval, 250 ms) once the governor opens the host (at once when ours
 	// is back, or on its own dial slot); the rest is margin for a shared machine. Longer
 	// outages add the budget interval's growth, outage/36, as for ours.
 	dataPathBackWithin = 2500 * time.Millisecond
@@ -90,7 +90,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.cc.Close()) })
 	if governed {
-		require.Equal(t, ccopt.GovernedReconnectInterval, cluster.ReconnectInterval)
+		require.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval)
 	}
 	p.session, err = cluster.CreateSession()
 	require.NoError(t, err)

@@ -12,14 +12,13 @@
 // TestPublicSurfaceIsSmall when this package and controlconn together print more than 45
 // lines of go doc -short. Users read Snapshot, Host, Ring, Change and Subscription (from
 // controlconn's Snapshot and Subscribe), Row (the rows of controlconn's Query), SkippedPeer
-// (Status.SkippedPeers) and match the errors; Diff compares two snapshots (after a Resync, the
-// one a reader had and the fresh one); NewSnapshot, SnapshotConfig, NewHost and HostSpec build
+// (Status.SkippedPeers) and match the errors; NewSnapshot, SnapshotConfig, NewHost and HostSpec build
 // a snapshot for a test of code that reads one. Store, Tables and ReadTables serve the control
 // connection and stay here because they build snapshots from their unexported parts (the token
 // ring parsed once per refresh). Row decoding lives in internal/rowdecode.
 //
 //	Change: Host Kind Old
-//	ChangeKind Diff ErrClosed ErrColumnType ErrDuplicateHost ErrDuplicateToken ErrInvalidPeer
+//	ChangeKind ErrClosed ErrColumnType ErrDuplicateHost ErrDuplicateToken ErrInvalidPeer
 //	ErrMissingColumn ErrUnknownHost
 //	Host: Addr BroadcastAddress ConnectAddress DataCenter HostID IsZero Local NumTokens Port
 //		PreferredIP RPCAddress Rack ReleaseVersion SchemaVersion Spec String Tokens

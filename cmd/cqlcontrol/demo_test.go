@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 )
 
 // The demo end to end: a real simulated cluster, both clients (gocql alone, and gocql with our
@@ -53,7 +53,7 @@ func TestDemoJSONBothClients(t *testing.T) {
 	assert.True(t, res.Governed)
 	assert.Equal(t, 3, res.Nodes)
 	assert.Equal(t, 60.0, alone.ReconnectIntervalS, "gocql alone as users run it")
-	assert.Equal(t, ccopt.GovernedReconnectInterval.Seconds(), with.ReconnectIntervalS, "the governor shortened gocql's default")
+	assert.Equal(t, adapter.GovernedReconnectInterval.Seconds(), with.ReconnectIntervalS, "the governor shortened gocql's default")
 
 	// The comparison the demo exists for.
 	assert.Positive(t, with.Dials, "the governed client dialled")
