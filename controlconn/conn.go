@@ -23,13 +23,8 @@ const (
 	defaultWriteTimeout      = cqlconn.DefaultWriteTimeout
 )
 
-// Frame size limits of cqlconn.ConnConfig.MaxFrameSize.
-const (
-	// defaultMaxFrameSize bounds a frame body: about 5 times the system.peers result of a
-	// 1,000-node cluster with 256 vnodes a node (5.8 MiB).
-	defaultMaxFrameSize = cqlconn.DefaultMaxFrameSize
-	// protocolMaxFrameSize is the native protocol's own limit on a frame body (256 MiB).
-	protocolMaxFrameSize = cqlconn.ProtocolMaxFrameSize
-)
+// protocolMaxFrameSize is the native protocol's own limit on a frame body (256 MiB), the most
+// cqlconn.ConnConfig.MaxFrameSize may say.
+const protocolMaxFrameSize = cqlconn.ProtocolMaxFrameSize
 
 var discardLogger = slog.New(slog.DiscardHandler)
