@@ -338,7 +338,7 @@ type Status struct {
 	DataPathLag map[string]time.Duration
 	// ConfigChanged is what Start found replaced on the ClusterConfig since New (each error
 	// wraps ErrConfigChanged and names the field; errors.Join of them): nil when nothing was,
-	// before Start, and for newWithConfig.
+	// before Start, and when an adapter (WithDriver) checks nothing.
 	ConfigChanged error
 }
 

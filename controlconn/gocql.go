@@ -37,7 +37,7 @@ import (
 //
 //   - cfg.PoolConfig.HostSelectionPolicy: wrapped (hostevents.Install; gocql's default
 //     round-robin when nil) so that sessions push their host events to a queue New creates
-//     (see WithQueueConfig) and Close closes, unless withHostEvents passes one.
+//     (see WithQueueConfig) and Close closes.
 //   - cfg.ConnectObserver: wrapped (the user's is called first) to learn the *gocql.HostInfo of
 //     every host gocql connects to, so that HostDialer and AuthProvider get gocql's own (with
 //     the hostname of a contact point given as a DNS name) for our dials too.
