@@ -25,7 +25,7 @@ gocqlv2:
 
 # gocqlv2 as a user gets it: a throwaway module outside the tree imports it and calls
 # gocqlv2.New, with workspaces off and gocqlv2's replace ignored, the two modules of this checkout
-# served by a file-based module proxy (internal/modproxy) at the version gocqlv2/go.mod requires,
+# served by a file-based module proxy (internal/testkit/modproxy) at the version gocqlv2/go.mod requires,
 # the rest from the configured proxy. About 10 s with a warm proxy cache.
 consumer:
 	bash .ci/consumer

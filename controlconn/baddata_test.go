@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/frame"

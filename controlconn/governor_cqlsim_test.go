@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"

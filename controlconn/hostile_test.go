@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/simtest"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"

@@ -3,7 +3,7 @@ package controlconn
 import (
 	"testing"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // Every test closes its control connections, sessions and simulated clusters; gocql's pool-fill

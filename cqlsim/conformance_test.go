@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/conformance"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/conformance"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +26,7 @@ const envSimTraces = "CQLCONTROL_SIM_TRACES"
 // cqlsim configured as release 5.0, held to the recorded behaviour of real Cassandra 5.0: the
 // protocol answers, the system tables' columns, and the events every node pushes around a stop,
 // a kill, a full restart, a node added and one decommissioned, in the same order and within the
-// tolerances of internal/conformance. The simulator replays each scenario's schedule from the
+// tolerances of internal/testkit/conformance. The simulator replays each scenario's schedule from the
 // real trace (how long each node took to answer CQL after its start, how long decommission
 // took), in virtual time, so the whole run takes well under a second.
 func TestConformsToCassandra50(t *testing.T) {

@@ -3,7 +3,7 @@ package cqlsim
 import (
 	"testing"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // gocql's pool-fill goroutines are waited for, not ignored (see leakcheck).

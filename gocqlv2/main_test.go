@@ -9,8 +9,8 @@ import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/bounded"
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -3,7 +3,7 @@ package hostevents
 import (
 	"testing"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/apisurface"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/apisurface"
 )
 
 // Fails when an exported identifier is added or removed without updating the list in doc.go.

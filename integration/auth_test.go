@@ -17,7 +17,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,7 +103,7 @@ func TestAuthenticationRejectedThenAccepted(t *testing.T) {
 	connectedAt, _ := connectedAfter(t, cc, fixedAt, authDelayCap+2*time.Second)
 	st = cc.Status()
 	t.Logf("FIGURE auth rejected (DelayCap %v): %d attempts and %d dials in %v, gaps %v; Status().LastErr %q; back %s after the credentials were accepted",
-		authDelayCap, len(attempts), len(dials), authWatch, gaps, rejected, ms(connectedAt.Sub(fixedAt)))
+		authDelayCap, len(attempts), len(dials), authWatch, gaps, rejected, realtime.Millis(connectedAt.Sub(fixedAt)))
 	t.Logf("log line: %s", firstLine(logged, "class=auth"))
 	assert.LessOrEqual(t, connectedAt.Sub(fixedAt), authDelayCap+500*time.Millisecond, "recovered within DelayCap of the fix")
 	assert.NoError(t, st.LastErr)

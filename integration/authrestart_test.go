@@ -17,7 +17,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,7 +41,7 @@ func TestFullRestartWithAuthenticationBackAfterQuorum(t *testing.T) {
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 
-	var back latencies
+	var back realtime.Latencies
 	for i := range restarts {
 		waitStable(t, cc, restartStableAfter+100*time.Millisecond)
 		begin := time.Now()
@@ -53,8 +54,8 @@ func TestFullRestartWithAuthenticationBackAfterQuorum(t *testing.T) {
 		connectedAt, ep := connectedAfter(t, cc, quorumAt.Add(-gap), 45*time.Second)
 		late := connectedAt.Sub(quorumAt)
 		back = append(back, late)
-		t.Logf("restart %d: back %s after quorum on %s (%d attempts)", i+1, ms(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)))
+		t.Logf("restart %d: back %s after quorum on %s (%d attempts)", i+1, realtime.Millis(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)))
 	}
 	t.Logf("FIGURE authenticated full restart, nodes 1 s apart, gocql attached: back after quorum %v", back)
-	assert.LessOrEqual(t, back.quantile(1), restartBackWithin, "back within 1.5 s of quorum, every restart")
+	assert.LessOrEqual(t, back.Quantile(1), restartBackWithin, "back within 1.5 s of quorum, every restart")
 }

@@ -14,7 +14,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -57,8 +58,8 @@ func TestBlackholedContactPointsFirst(t *testing.T) {
 		"the blackholed contact points were dialled first")
 	assert.False(t, slices.Contains([]string{nodes[0].Addr(), nodes[1].Addr()}, ep.Addr), "connected to a healthy node")
 	t.Logf("FIGURE first connection, 2 of 5 contact points blackholed and first: connected in %s (stagger %v, connect timeout %v); dials started at +%s, +%s, +%s; winning dial took %s",
-		ms(took), blackholeStagger, blackholeTimeout, ms(dials[0].Started.Sub(begin)), ms(dials[1].Started.Sub(begin)),
-		ms(dials[2].Started.Sub(begin)), ms(won.Took))
+		realtime.Millis(took), blackholeStagger, blackholeTimeout, realtime.Millis(dials[0].Started.Sub(begin)), realtime.Millis(dials[1].Started.Sub(begin)),
+		realtime.Millis(dials[2].Started.Sub(begin)), realtime.Millis(won.Took))
 	assert.LessOrEqual(t, took, 2*blackholeStagger+won.Took+blackholeSlack, "one stagger per blackholed host")
 	assert.Less(t, took, blackholeTimeout/2, "never a connect timeout")
 }
@@ -108,8 +109,8 @@ func TestBlackholedHostsFirstOnRecovery(t *testing.T) {
 		"precondition: the blackholed hosts were first in the plan")
 	assert.NotContains(t, []string{holed[0].Addr(), holed[1].Addr()}, ep.Addr)
 	t.Logf("FIGURE recovery, control node stopped, 2 of the 4 others blackholed and first: connected %s after Stop (stagger %v, connect timeout %v); dials at +%s, +%s, +%s; winning dial took %s",
-		ms(took), blackholeStagger, blackholeTimeout, ms(dials[0].Started.Sub(stopCalled)), ms(dials[1].Started.Sub(stopCalled)),
-		ms(dials[2].Started.Sub(stopCalled)), ms(won.Took))
+		realtime.Millis(took), blackholeStagger, blackholeTimeout, realtime.Millis(dials[0].Started.Sub(stopCalled)), realtime.Millis(dials[1].Started.Sub(stopCalled)),
+		realtime.Millis(dials[2].Started.Sub(stopCalled)), realtime.Millis(won.Took))
 	assert.LessOrEqual(t, took, 2*blackholeStagger+won.Took+blackholeSlack, "one stagger per blackholed host")
 	assert.Less(t, took, blackholeTimeout/2, "never a connect timeout")
 }

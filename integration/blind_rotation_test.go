@@ -19,8 +19,9 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -50,7 +51,7 @@ func TestBlindDialsDoNotGrowWithNodesVirtualTime(t *testing.T) {
 // The promise of the blind schedule survives the rotation: after a 5-10 s full restart of 7
 // nodes the control connection is back within 3 s of the cluster being ready.
 func TestBlindShortOutagesSevenNodesVirtualTime(t *testing.T) {
-	var back latencies
+	var back realtime.Latencies
 	for i, outage := range []time.Duration{5 * time.Second, 6 * time.Second, 7500 * time.Millisecond, 8500 * time.Millisecond, 10 * time.Second} {
 		for _, seed := range []uint64{uint64(10 + i), uint64(20 + i)} {
 			synctest.Test(t, func(t *testing.T) {
@@ -61,7 +62,7 @@ func TestBlindShortOutagesSevenNodesVirtualTime(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("FIGURE blind recovery of 7 nodes after 5-10 s outages (virtual time): p50 %v, max %v", back.quantile(0.5), back.quantile(1))
+	t.Logf("FIGURE blind recovery of 7 nodes after 5-10 s outages (virtual time): p50 %v, max %v", back.Quantile(0.5), back.Quantile(1))
 }
 
 // Partial outages: when only the node ours is on stops, the first attempt (a sweep) finds a
@@ -136,7 +137,7 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 				dials := counted.In(stopAt, connectedAt.Add(time.Nanosecond)).Total()
 				attempts := len(rec.AttemptsIn(stopAt, connectedAt))
 				t.Logf("FIGURE real sockets, %d nodes, %v outage: %d dials (SYNs) from the stop to connected, %d attempts; back %s after ready",
-					nodes, rotationOutage, dials, attempts, ms(connectedAt.Sub(readyAt)))
+					nodes, rotationOutage, dials, attempts, realtime.Millis(connectedAt.Sub(readyAt)))
 				// The first sweep dials every node; every later attempt at most BlindAttemptHosts
 				// (the one that connects may stop at its first).
 				assert.LessOrEqual(t, dials, nodes+plan.BlindAttemptHosts*(attempts-1))

@@ -20,7 +20,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,7 +54,7 @@ func TestBlindShortOutages(t *testing.T) {
 	defer func() { require.NoError(t, cc.Close()) }()
 	startCC(t, cc, 10*time.Second)
 
-	var back latencies
+	var back realtime.Latencies
 	for _, outage := range []time.Duration{5 * time.Second, 6 * time.Second, 7500 * time.Millisecond, 8500 * time.Millisecond, 10 * time.Second} {
 		waitStable(t, cc, blindStableAfter+100*time.Millisecond)
 		begin := time.Now()
@@ -65,7 +66,7 @@ func TestBlindShortOutages(t *testing.T) {
 		late := connectedAt.Sub(up.At)
 		back = append(back, late)
 		t.Logf("blind, %v outage: back %s after the first node_up (%d attempts, %d dials)",
-			outage, ms(late), len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)))
+			outage, realtime.Millis(late), len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)))
 		assert.LessOrEqual(t, late, shortOutageBackWithin, "blind recovery after a %v outage", outage)
 	}
 	accepted, _ := rec.ReArms()
@@ -86,7 +87,7 @@ func TestBlindLongOutageVirtualTime(t *testing.T) {
 		{2*time.Minute + 7*time.Second, 4}, {2*time.Minute + 13*time.Second, 5},
 		{10 * time.Minute, 6},
 	}
-	var back latencies
+	var back realtime.Latencies
 	for _, tc := range cases {
 		synctest.Test(t, func(t *testing.T) {
 			late, attempts, dials, capped := blindOutageInVirtualTime(t, 3, tc.outage, tc.seed)

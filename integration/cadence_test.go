@@ -24,7 +24,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,7 +90,7 @@ func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 	defer func() { require.NoError(t, cc.Close()) }()
 	stopped := blackholedOutage(t, sim, cc)
 
-	var late latencies
+	var late realtime.Latencies
 	for i := range 3 {
 		// Ready just after an attempt dialled the stopped nodes (refused) and while it waits
 		// for the blackholed one: the worst moment for the blind schedule.
@@ -106,7 +107,7 @@ func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 		require.True(t, ok)
 		connectedAt, _ := connectedAfter(t, cc, readyFrom, 3*cadenceDelayCap+2*cadenceTimeout)
 		late = append(late, connectedAt.Sub(up.At))
-		t.Logf("round %d: back %s after the cluster was ready", i+1, ms(connectedAt.Sub(up.At)))
+		t.Logf("round %d: back %s after the cluster was ready", i+1, realtime.Millis(connectedAt.Sub(up.At)))
 		waitStable(t, cc, restartStableAfter+100*time.Millisecond)
 		if i < 2 { // the control node may be either: stop both again
 			for _, n := range stopped {
@@ -115,7 +116,7 @@ func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 		}
 	}
 	t.Logf("FIGURE blind, blackholed host in the plan (DelayCap %v, ConnectTimeout %v): back after ready %v", cadenceDelayCap, cadenceTimeout, late)
-	assert.LessOrEqual(t, late.quantile(1), cadenceDelayCap+cadenceSlack, "lateness within DelayCap + 100 ms, every round")
+	assert.LessOrEqual(t, late.Quantile(1), cadenceDelayCap+cadenceSlack, "lateness within DelayCap + 100 ms, every round")
 }
 
 func TestEvidenceDuringAnAttemptWithABlackholedHost(t *testing.T) {
@@ -146,7 +147,7 @@ func TestEvidenceDuringAnAttemptWithABlackholedHost(t *testing.T) {
 	won, ok := rec.WinningDial(evidenceAt)
 	require.True(t, ok)
 	t.Logf("FIGURE evidence during an attempt held by a blackholed host (ConnectTimeout %v): connected %s after the evidence on %s (queue window %v, winning dial %s)",
-		cad.ConnectTimeout, ms(took), ep.Addr, hostevents.DefaultWindow, ms(won.Took))
+		cad.ConnectTimeout, realtime.Millis(took), ep.Addr, hostevents.DefaultWindow, realtime.Millis(won.Took))
 	assert.Equal(t, n.Addr(), ep.Addr)
 	assert.LessOrEqual(t, took, hostevents.DefaultWindow+cadenceSlack+won.Took, "the queue window, 100 ms and one dial")
 }

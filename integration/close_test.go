@@ -23,7 +23,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,12 +147,12 @@ func TestCloseDuringWait(t *testing.T) {
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	startInBackground(t, cc)
-	eventually(t, 2*time.Second, func() bool { return cc.Status().State == reconnect.StateScheduled },
+	realtime.Eventually(t, 2*time.Second, func() bool { return cc.Status().State == reconnect.StateScheduled },
 		"the first attempt fails and the next is scheduled")
 	time.Sleep(50 * time.Millisecond) // well inside the 1 s wait
 	st := cc.Status()
 	took := closeTimed(t, cc)
-	t.Logf("FIGURE Close during a wait (next attempt in %s): returned in %s", ms(time.Until(st.NextAttemptAt)), ms(took))
+	t.Logf("FIGURE Close during a wait (next attempt in %s): returned in %s", realtime.Millis(time.Until(st.NextAttemptAt)), realtime.Millis(took))
 	assert.LessOrEqual(t, took, closeWithin)
 	res.verifyReleased(t)
 }
@@ -166,7 +167,7 @@ func TestCloseDuringDialOfBlackholedHost(t *testing.T) {
 	require.NoError(t, err)
 	startInBackground(t, cc)
 	// Both hosts are being dialled (the second after one stagger), neither connect completes.
-	eventually(t, 2*time.Second, func() bool { return len(rec.DialsIn(time.Time{}, time.Now())) >= 2 }, "both hosts dialled")
+	realtime.Eventually(t, 2*time.Second, func() bool { return len(rec.DialsIn(time.Time{}, time.Now())) >= 2 }, "both hosts dialled")
 	time.Sleep(50 * time.Millisecond)
 	require.Equal(t, reconnect.StateAttempting, cc.Status().State)
 	var hanging int
@@ -178,7 +179,7 @@ func TestCloseDuringDialOfBlackholedHost(t *testing.T) {
 	for _, n := range sim.Nodes() {
 		left += synSent(t, n.Addr())
 	}
-	t.Logf("FIGURE Close during dials of blackholed hosts (%d connects in SYN_SENT): returned in %s; %d connects left", hanging, ms(took), left)
+	t.Logf("FIGURE Close during dials of blackholed hosts (%d connects in SYN_SENT): returned in %s; %d connects left", hanging, realtime.Millis(took), left)
 	assert.LessOrEqual(t, took, closeWithin)
 	assert.Zero(t, left, "no connect left in progress")
 	res.verifyReleased(t)
@@ -238,7 +239,7 @@ func TestCloseDuringHandshakeWithSilentNode(t *testing.T) {
 	require.NoError(t, err)
 	begin := time.Now()
 	startInBackground(t, cc)
-	eventually(t, 3*time.Second, func() bool { return trap.trapped() != "" }, "the connection is trapped")
+	realtime.Eventually(t, 3*time.Second, func() bool { return trap.trapped() != "" }, "the connection is trapped")
 	client := trap.trapped()
 	time.Sleep(100 * time.Millisecond) // the handshake's first request is out and unanswered
 	require.Equal(t, reconnect.StateAttempting, cc.Status().State)
@@ -252,7 +253,7 @@ func TestCloseDuringHandshakeWithSilentNode(t *testing.T) {
 		return e.Kind == cqlsim.EventClosed && e.Client == client
 	})
 	t.Logf("FIGURE Close during a handshake the node never answers: returned in %s; the node recorded %s closed (%s) %s after it healed",
-		ms(took), client, closed.Detail, ms(closed.At.Sub(healed)))
+		realtime.Millis(took), client, closed.Detail, realtime.Millis(closed.At.Sub(healed)))
 	assert.LessOrEqual(t, took, closeWithin)
 	assert.Equal(t, cqlsim.CloseClient, closed.Detail, "the client closed it")
 	res.verifyReleased(t)

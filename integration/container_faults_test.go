@@ -37,7 +37,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
@@ -101,7 +102,7 @@ func TestContainerNetworkFaults(t *testing.T) {
 		connectedAt, ep := connectedAfter(t, cc, at, detectWithin+10*time.Second)
 		lost := cc.Status().LastLossAt
 		t.Logf("FIGURE %s of the control node %s: loss detected after %s (bound %v), connected to %s after %s",
-			what, ip, ms(lost.Sub(at)), ctrHeartbeatInterval+ctrHeartbeatTimeout, ep.Addr, ms(connectedAt.Sub(at)))
+			what, ip, realtime.Millis(lost.Sub(at)), ctrHeartbeatInterval+ctrHeartbeatTimeout, ep.Addr, realtime.Millis(connectedAt.Sub(at)))
 		require.NotEqual(t, host.Addr, ep.Addr, "failed over to another node")
 		require.LessOrEqual(t, lost.Sub(at), detectWithin, "%s detected within HeartbeatInterval + HeartbeatTimeout", what)
 		heal(ip)
@@ -156,7 +157,7 @@ func TestContainerNetworkFaults(t *testing.T) {
 		healed := time.Now()
 		connectedAt, ep := connectedAfter(t, cc, healAt, 30*time.Second)
 		t.Logf("FIGURE network disconnect of all 3 nodes: loss detected after %s; partition healed in %s (docker network connect x3); back on %s %s after the last node was reachable again (DelayCap 3 s)",
-			ms(lost.Sub(at)), ms(healed.Sub(healAt)), ep.Addr, ms(connectedAt.Sub(healed)))
+			realtime.Millis(lost.Sub(at)), realtime.Millis(healed.Sub(healAt)), ep.Addr, realtime.Millis(connectedAt.Sub(healed)))
 		ctrSettled(t, cc, truth, "partition healed")
 	})
 
@@ -197,14 +198,14 @@ func TestContainerNetworkFaults(t *testing.T) {
 		ctrEventually(t, img.converge, "queries reach all three nodes again", func() bool { return ctrServing(session) == 3 })
 		servingAt := time.Now()
 		t.Logf("FIGURE full restart (3 s down) with gocql attached: control connection on %s %s after the first CQL port accepted (observed by polling every 200 ms at most); gocql serving from all 3 after %s",
-			ep.Addr, ms(connectedAt.Sub(firstUp)), ms(servingAt.Sub(firstUp)))
+			ep.Addr, realtime.Millis(connectedAt.Sub(firstUp)), realtime.Millis(servingAt.Sub(firstUp)))
 		ctrSettled(t, cc, truth, "full restart")
 
 		gConnectedAt, gep := connectedAfter(t, gcc, startAt, 30*time.Second)
 		ctrEventually(t, img.converge, "queries of the governed session reach all three nodes again", func() bool { return ctrServing(gsession) == 3 })
 		gServingAt := time.Now()
 		t.Logf("FIGURE full restart, governed process: control connection on %s %s and its gocql session serving from all 3 %s after the first CQL port accepted; dials from the stop until then: governed process %d, the ungoverned one %d",
-			gep.Addr, ms(gConnectedAt.Sub(firstUp)), ms(gServingAt.Sub(firstUp)), gdials.In(stopAt, gServingAt).Total(), gate.In(stopAt, gServingAt))
+			gep.Addr, realtime.Millis(gConnectedAt.Sub(firstUp)), realtime.Millis(gServingAt.Sub(firstUp)), gdials.In(stopAt, gServingAt).Total(), gate.In(stopAt, gServingAt))
 		ctrSettled(t, gcc, truth, "full restart, governed")
 	})
 }

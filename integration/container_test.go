@@ -24,7 +24,7 @@ import (
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 )
 
 // ctrImageEnv names a real image to run instead of the simulator's, for users who have a registry. It must

@@ -11,7 +11,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func TestControlNodeStopFailsOverWithinOneDial(t *testing.T) {
 	defer func() { require.NoError(t, cc.Close()) }()
 	startCC(t, cc, 10*time.Second)
 
-	var fromStop, fromRecord, overDial latencies
+	var fromStop, fromRecord, overDial realtime.Latencies
 	for round := range failoverRounds {
 		waitStable(t, cc, failoverStable+100*time.Millisecond)
 		old := cc.Status().Host
@@ -60,7 +61,7 @@ func TestControlNodeStopFailsOverWithinOneDial(t *testing.T) {
 		fromRecord = append(fromRecord, connectedAt.Sub(down.At))
 		overDial = append(overDial, connectedAt.Sub(stopCalled)-won.Took)
 		t.Logf("failover %d: %s -> %s: connected %s after Stop, %s after node_down; winning dial took %s; %d dials",
-			round+1, old.Addr, ep.Addr, ms(connectedAt.Sub(stopCalled)), ms(connectedAt.Sub(down.At)), ms(won.Took),
+			round+1, old.Addr, ep.Addr, realtime.Millis(connectedAt.Sub(stopCalled)), realtime.Millis(connectedAt.Sub(down.At)), realtime.Millis(won.Took),
 			len(rec.DialsIn(stopCalled, connectedAt)))
 		assert.LessOrEqual(t, connectedAt.Sub(stopCalled), failoverSlack+won.Took, "failover within 100 ms plus one dial")
 

@@ -18,8 +18,9 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,7 +97,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	require.NoError(t, err)
 	bounded.Close(t, "gocql Session.Close", p.session.Close)
 	startCC(t, p.cc, 10*time.Second)
-	eventually(t, 10*time.Second, func() bool {
+	realtime.Eventually(t, 10*time.Second, func() bool {
 		for _, ip := range hostsOf(sim.Nodes()) {
 			if !servedBy(p.session, ip) {
 				return false
@@ -166,7 +167,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 	defer bounded.Run(t, "gocql Session.Close (the session alone)", bounded.CloseWithin, aloneSession.Close)
 
 	ips := hostsOf(sim.Nodes())
-	var oursLate, dataLate latencies
+	var oursLate, dataLate realtime.Latencies
 	for round := range n {
 		waitStable(t, cc, restartStableAfter+100*time.Millisecond)
 		begin := time.Now()
@@ -185,7 +186,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 		// host is polled in each round, so that a late host does not delay the others' figures
 		// (polled one after another, every host looked as late as the latest).
 		servedAt := make([]time.Time, len(ips))
-		eventually(t, 30*time.Second, func() bool {
+		realtime.Eventually(t, 30*time.Second, func() bool {
 			all := true
 			for i, ip := range ips {
 				if servedAt[i].IsZero() && servedBy(session, ip) {
@@ -195,7 +196,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 			}
 			return all
 		}, "every host serves the governed session again")
-		var roundData latencies
+		var roundData realtime.Latencies
 		for i := range ips {
 			nodeUp := awaitEvent(t, sim, begin, 10*time.Second, nodeEvent(cqlsim.EventNodeUp, i))
 			roundData = append(roundData, servedAt[i].Sub(nodeUp.At))
@@ -204,13 +205,13 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 
 		g, u := governed.In(begin, connectedAt).Total(), alone.In(begin, connectedAt).Total()
 		t.Logf("FIGURE governed %v full outage %d/%d, %d nodes: %d dials of the governed process (gocql + ours) from the stop until ours was back, gocql alone %d; ours back %s after the first node_up (on %s); data path back per host after its node_up %v; governor: %+v",
-			outage, round+1, n, nodes, g, u, ms(connectedAt.Sub(up.At)), ep.Addr, roundData, cc.GovernorStats())
+			outage, round+1, n, nodes, g, u, realtime.Millis(connectedAt.Sub(up.At)), ep.Addr, roundData, cc.GovernorStats())
 		assert.LessOrEqual(t, g, maxDials, "dials of the governed process")
 		assert.Less(t, 2*g, u, "the governed process dials less than half what gocql alone does")
 	}
 	t.Logf("FIGURE governed %v full outages x%d, %d nodes: ours back %v, data path %v", outage, n, nodes, oursLate, dataLate)
-	assert.LessOrEqual(t, oursLate.max(), governedBackWithin+outage/36, "ours back after the first node_up (max)")
-	assert.LessOrEqual(t, dataLate.max(), dataPathBackWithin+outage/36, "every host's data path back after its node_up (max)")
+	assert.LessOrEqual(t, oursLate.Max(), governedBackWithin+outage/36, "ours back after the first node_up (max)")
+	assert.LessOrEqual(t, dataLate.Max(), dataPathBackWithin+outage/36, "every host's data path back after its node_up (max)")
 	st := cc.GovernorStats()
 	assert.Positive(t, st.RefusedBudget+st.RefusedBackoff, "the governor refused dials")
 }
@@ -276,7 +277,7 @@ func TestGovernedRollingRestart(t *testing.T) {
 	<-done
 	end := time.Now()
 
-	var back latencies
+	var back realtime.Latencies
 	for i := range ips {
 		down := awaitEvent(t, sim, begin, time.Second, nodeEvent(cqlsim.EventNodeDown, i))
 		up := awaitEvent(t, sim, begin, time.Second, nodeEvent(cqlsim.EventNodeUp, i))
@@ -296,14 +297,14 @@ func TestGovernedRollingRestart(t *testing.T) {
 		if late := servedAgain.Sub(up.At); late > rollingDataPathWithin {
 			// For whoever looks into it: what the simulator did around this host's restart.
 			for _, e := range eventsIn(sim, down.At.Add(-time.Second), servedAgain, func(e cqlsim.Event) bool { return e.Node == i }) {
-				t.Logf("host %d late by %s: %s %s %s %s", i, ms(late), e.At.Sub(begin).Round(time.Millisecond), e.Kind, e.Client, e.Detail)
+				t.Logf("host %d late by %s: %s %s %s %s", i, realtime.Millis(late), e.At.Sub(begin).Round(time.Millisecond), e.Kind, e.Client, e.Detail)
 			}
 		}
 	}
 	gd, ud := processDials(gov, begin, end), processDials(ungov, begin, end)
 	t.Logf("FIGURE rolling restart, 5 nodes, 5 s down each: governed data path back per host after its node_up %v; dials governed / ungoverned (README setup): gocql %d / %d, our attempts %d / %d, our probes %d / %d, whole process %d / %d; governor %+v",
 		back, gd.gocql, ud.gocql, gd.attempts, ud.attempts, gd.probes, ud.probes, gd.total(), ud.total(), gov.cc.GovernorStats())
-	assert.LessOrEqual(t, back.max(), rollingDataPathWithin, "every host's governed data path back after its node_up")
+	assert.LessOrEqual(t, back.Max(), rollingDataPathWithin, "every host's governed data path back after its node_up")
 	if !assert.LessOrEqual(t, gd.gocql, ud.gocql, "gocql's dials governed (short reconnect tick) <= ungoverned (60 s)") ||
 		gd.probes > len(ips)-1 || ud.probes > len(ips)-1 {
 		for name, p := range map[string]*governedProcess{"governed": gov, "ungoverned": ungov} {

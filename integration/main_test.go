@@ -3,7 +3,7 @@ package integration
 import (
 	"testing"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // Every suite closes its control connections, sessions and simulated clusters: nothing may

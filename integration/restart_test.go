@@ -17,7 +17,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,7 +70,7 @@ func fullRestarts(t *testing.T, n int, withLongOutage bool) {
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
 		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 
-	var back latencies
+	var back realtime.Latencies
 	rearmed := 0
 	for i := range n {
 		// 1, 1.5, 2, 2.5, 3 s, and again.
@@ -87,11 +88,11 @@ func fullRestarts(t *testing.T, n int, withLongOutage bool) {
 			rearmed++
 		}
 		t.Logf("restart %2d: outage %v: back %s after the first node_up, on %s (%d attempts, %d dials, re-armed %v)",
-			i+1, outage, ms(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)), rc.ReArmed)
+			i+1, outage, realtime.Millis(late), ep.Addr, len(rec.AttemptsIn(begin, connectedAt)), len(rec.DialsIn(begin, connectedAt)), rc.ReArmed)
 	}
 	t.Logf("FIGURE restart recovery over %d full restarts (1-3 s outages): %v; %d of %d ended by a re-armed attempt",
 		n, back, rearmed, n)
-	assert.LessOrEqual(t, back.max(), restartBackWithin, "restart recovery (max)")
+	assert.LessOrEqual(t, back.Max(), restartBackWithin, "restart recovery (max)")
 	if !withLongOutage {
 		return
 	}
@@ -126,7 +127,7 @@ func fullRestarts(t *testing.T, n int, withLongOutage bool) {
 	}
 	t.Logf("attempts relative to the last node_down: %s", strings.Join(schedule, ", "))
 	t.Logf("FIGURE %v outage (last node_down to first node_up %v): %d attempts, %d dials (%d nodes), plus %d attempts while StopAll ran; back %s after node_up; re-arms accepted %d, suppressed %d over the whole test",
-		longOutage, up.At.Sub(allDown).Round(time.Millisecond), len(attempts), len(dials), len(sim.Nodes()), whileStopping, ms(late), accepted, suppressed)
+		longOutage, up.At.Sub(allDown).Round(time.Millisecond), len(attempts), len(dials), len(sim.Nodes()), whileStopping, realtime.Millis(late), accepted, suppressed)
 	assert.LessOrEqual(t, len(attempts), longOutageAttempts, "reconnection attempts during a %v outage", longOutage)
 	assert.LessOrEqual(t, late, restartBackWithin, "back after the long outage")
 }

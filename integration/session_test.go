@@ -15,6 +15,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -93,7 +94,7 @@ func TestGocqlSessionWorksThroughRestart(t *testing.T) {
 	up, ok := firstEvent(sim, begin, kind(cqlsim.EventNodeUp))
 	require.True(t, ok)
 	var firstOK time.Time
-	eventually(t, 10*time.Second, func() bool {
+	realtime.Eventually(t, 10*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, r := range results {
@@ -131,7 +132,7 @@ func TestGocqlSessionWorksThroughRestart(t *testing.T) {
 		}
 	}
 	t.Logf("FIGURE gocql session through a 2 s restart: %d writes before, %d during, %d after (%d failed); first write succeeded %s after node_up; control connection back %s after node_up; slowest write %s; host events from gocql: %d up, %d down",
-		before, during, after, failedAfter, ms(firstOK.Sub(up.At)), ms(connectedAt.Sub(up.At)), ms(slowest),
+		before, during, after, failedAfter, realtime.Millis(firstOK.Sub(up.At)), realtime.Millis(connectedAt.Sub(up.At)), realtime.Millis(slowest),
 		events.count("gocql/up"), events.count("gocql/down"))
 	assert.Positive(t, before)
 	assert.Positive(t, after)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,7 +93,7 @@ func TestSoakRestarts(t *testing.T) {
 	settleTo(t, sim, cc, 10*time.Second, "start")
 	base := measure(t)
 
-	var back latencies
+	var back realtime.Latencies
 	peak := base
 	for i := range restarts {
 		outage := 200*time.Millisecond + time.Duration(i%4)*100*time.Millisecond

@@ -15,7 +15,8 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
@@ -93,18 +94,6 @@ func drain(t *testing.T, sub *metadata.Subscription) []metadata.Change {
 	}
 }
 
-// eventually polls cond every 10 ms until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, msg)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestTopologyChangesWhileAway(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 6, Racks: 2,
 		GossipDelay: 100 * time.Millisecond, StopAnnounceDelay: 100 * time.Millisecond})
@@ -130,7 +119,7 @@ func TestTopologyChangesWhileAway(t *testing.T) {
 	wasDown, removed, stopped, bounced := others[0], others[1], others[2], others[3]
 
 	wasDown.Stop()
-	eventually(t, 5*time.Second, func() bool {
+	realtime.Eventually(t, 5*time.Second, func() bool {
 		return cc.Snapshot().State(wasDown.HostID()) == metadata.StateDown
 	}, "the control connection hears that a node went down")
 
@@ -140,7 +129,7 @@ func TestTopologyChangesWhileAway(t *testing.T) {
 	require.Equal(t, simTruth(sim), snapshotView(old), "before: the snapshot is the truth")
 
 	part.setCut(true)
-	eventually(t, 5*time.Second, func() bool { return cc.Status().State != reconnect.StateConnected },
+	realtime.Eventually(t, 5*time.Second, func() bool { return cc.Status().State != reconnect.StateConnected },
 		"the cut is noticed")
 	awayFrom := time.Now()
 
@@ -163,13 +152,13 @@ func TestTopologyChangesWhileAway(t *testing.T) {
 	healAt := time.Now()
 	part.setCut(false)
 	connectedAt, _ := connectedAfter(t, cc, healAt, 10*time.Second)
-	t.Logf("away %s; back %s after the path healed", ms(healAt.Sub(awayFrom)), ms(connectedAt.Sub(healAt)))
+	t.Logf("away %s; back %s after the path healed", realtime.Millis(healAt.Sub(awayFrom)), realtime.Millis(connectedAt.Sub(healAt)))
 
 	truth := simTruth(sim)
 	// Membership arrives with the reconnect's refresh; up/down states with the probes that
 	// follow it (no system table says who is up), within one connect per host.
 	settleFrom := time.Now()
-	eventually(t, 5*time.Second, func() bool {
+	realtime.Eventually(t, 5*time.Second, func() bool {
 		got := snapshotView(cc.Snapshot())
 		for id, want := range truth {
 			if g, ok := got[id]; !ok || g.Up != want.Up {
@@ -178,7 +167,7 @@ func TestTopologyChangesWhileAway(t *testing.T) {
 		}
 		return true
 	}, "the snapshot's up/down states settle to the truth after reconnecting")
-	t.Logf("FIGURE up/down states settled %s after reconnecting", ms(time.Since(settleFrom)+settleFrom.Sub(connectedAt)))
+	t.Logf("FIGURE up/down states settled %s after reconnecting", realtime.Millis(time.Since(settleFrom)+settleFrom.Sub(connectedAt)))
 	got := snapshotView(cc.Snapshot())
 	changes := drain(t, sub)
 	replayed := snapshotView(old)

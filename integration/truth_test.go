@@ -4,16 +4,14 @@ import (
 	"context"
 	"io"
 	"log"
-	"math"
 	"net"
-	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
 
@@ -195,37 +193,6 @@ func waitStable(t *testing.T, cc *controlconn.ControlConnection, d time.Duration
 	if wait := time.Until(since.Add(d)); wait > 0 {
 		time.Sleep(wait)
 	}
-}
-
-// latencies summarises measured durations for t.Logf and assertions.
-type latencies []time.Duration
-
-// quantile is the nearest-rank quantile: the smallest sample with at least q of the samples
-// at or below it (so with fewer than 100 samples p99 is the largest: say max).
-func (l latencies) quantile(q float64) time.Duration {
-	if len(l) == 0 {
-		return 0
-	}
-	s := slices.Clone(l)
-	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-func (l latencies) max() time.Duration { return l.quantile(1) }
-
-// String gives p50 and max; p99 only from 100 samples on (below, it is the max).
-func (l latencies) String() string {
-	p99 := ""
-	if len(l) >= 100 {
-		p99 = ", p99 " + ms(l.quantile(0.99))
-	}
-	return "p50 " + ms(l.quantile(0.5)) + p99 + ", max " + ms(l.max()) + " (n=" + strconv.Itoa(len(l)) + ")"
-}
-
-// ms formats d in milliseconds with one decimal, for figures that are quoted.
-func ms(d time.Duration) string {
-	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
 }
 
 // clientPort is the port of a client address as the simulator records it ("ip:port").

@@ -1,5 +1,5 @@
 // Package lab compares control-connection reconnection strategies over full-cluster outages in
-// virtual time: ours (reconnect.Recovery, the code reconnect.Handler runs, with and without
+// virtual time: ours (reconnect.Recovery, the code controlconn's worker runs, with and without
 // gocql's host events as evidence) against models of gocql v1.7, the Python driver, Java driver
 // 4 and the Rust driver. It reports how late each reconnects after the cluster is ready, what
 // each costs in attempts and dials, and what a fleet of clients does to the cluster, and it

@@ -24,7 +24,7 @@ func model(cfg Config) []string {
 			"which connects %v later (HostUp); the host-event queue delivers the batch %v after its latest event (at most %v after its first): "+
 			"ours gets ReArm(host_up) %v after gocql is back. Only ours is given it; the models' notes say why it would not help them.",
 			cfg.PoolConnect, cfg.QueueWindow, cfg.QueueMaxWait, cfg.evidenceDelay()),
-		"Ours is reconnect.Recovery, the decision core reconnect.Handler runs, driven call for call (Lost after an hour-long connection, StartAttempt, Finish, ReArm).",
+		"Ours is reconnect.Recovery, the decision core controlconn's worker runs, driven call for call (Lost after an hour-long connection, StartAttempt, Finish, ReArm).",
 		fmt.Sprintf("Fleet: %d clients with independent jitter and phases, ready at exactly L, counted in 1 s buckets; the first second holds every immediate first attempt "+
 			"(at_loss) and is left out of the down peak; \"last min\" is the mean rate over the last minute before L (the last half of a shorter outage).", cfg.Fleet),
 		fmt.Sprintf("%s is a whole process through controlconn's real DialGate (see its model line); without the governor, the same process as configured today "+

@@ -18,9 +18,9 @@ var errRefused = errors.New("lab: connection refused")
 // evidenceHint is the host gocql's pool reconnected to; it rides on the re-arm.
 const evidenceHint = "host-1"
 
-// ours is the real decision core, reconnect.Recovery, as reconnect.Handler runs it: Handler's
-// goroutine only turns timers, results and re-arms into these calls, so driving them in virtual
-// time is driving Handler's logic. The connection had been up for an hour (longer than
+// ours is the real decision core, reconnect.Recovery, as controlconn's worker runs it: the
+// worker's goroutine turns timers, results, losses and re-arms into these calls, so driving them
+// in virtual time is driving the worker's reconnection logic. The connection had been up for an hour (longer than
 // StableAfter) when it was lost, so Lost starts a fresh recovery with an immediate attempt.
 // While every node refuses, an attempt dials what controlconn's host plan gives it: every node
 // in the first attempt of the recovery and in re-armed ones, then plan.PlanLimit of

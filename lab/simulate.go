@@ -43,8 +43,8 @@ const maxAttempts = 1 << 22
 // after dial time; the first dial started at or after ready connects. Dials within an attempt
 // are sequential, one address after the other, so an attempt that begins just before ready
 // connects on a later address. evidenceAt is when gocql's host events reach c (noEvidence for
-// none); it is delivered before an attempt due at the same instant, as Handler takes a pending
-// re-arm before starting a due attempt.
+// none); it is delivered before an attempt due at the same instant, so that the attempt it starts
+// is the re-armed one.
 func simulate(c client, ready, evidenceAt, dial time.Duration, rec recorder) (outcome, error) {
 	var o outcome
 	var end time.Duration // end of the previous attempt

@@ -62,7 +62,7 @@ func strategies(cfg Config) []strategy {
 	makeOurs := func(rng *rand.Rand) (client, error) { return newOurs(cfg.Reconnect, nodes, rng.Float64) }
 	return []strategy{
 		{StrategyInfo{OursEvidence, "ours, with evidence",
-			"reconnect.Recovery (the code Handler runs): " + ourPolicy + "; immediate attempt after losing a stable connection",
+			"reconnect.Recovery (the code controlconn's worker runs): " + ourPolicy + "; immediate attempt after losing a stable connection",
 			fmt.Sprintf("HostUp re-arm %v after gocql's control connection is back (pool connect %v, queue window %v, bound %v)",
 				cfg.evidenceDelay(), cfg.PoolConnect, cfg.QueueWindow, cfg.QueueMaxWait)},
 			true, makeOurs},

@@ -66,9 +66,9 @@ type Options struct {
 
 // Collectors holds the control connection's metrics. It implements reconnect.Observer and
 // hostevents.QueueObserver, and Observer makes its controlconn.Observer; all methods are safe
-// for concurrent use and never block. One Collectors observes one control connection: its state gauge and its
-// initial-connection detection assume a single reconnect.Handler (use Subsystem or
-// ConstLabels to tell several apart).
+// for concurrent use and never block. One Collectors observes one control connection: its
+// state gauge and its initial-connection detection assume a single reconnect.Recovery (use
+// Subsystem or ConstLabels to tell several apart).
 type Collectors struct {
 	gatherer prometheus.Gatherer    // the private registry holding exactly the metrics below
 	all      []prometheus.Collector // every metric, in creation order
@@ -120,13 +120,13 @@ type Collectors struct {
 	governorEvidence prometheus.Counter
 	governorInterval prometheus.Gauge
 
-	// starting is set when a Handler leaves Idle and cleared by the Recovered that follows:
+	// starting is set when a Recovery leaves Idle and cleared by the Recovered that follows:
 	// the first connection ends no outage, so it is kept out of recovery_seconds. Written by
 	// the goroutine driving the Recovery.
 	starting atomic.Bool
 
 	// stateMu serialises state-gauge updates so that exactly one state reads 1 even if two
-	// Handlers were (wrongly) to share these Collectors. cur is guarded by it.
+	// Recoveries were (wrongly) to share these Collectors. cur is guarded by it.
 	stateMu sync.Mutex
 	cur     reconnect.State
 
@@ -318,7 +318,7 @@ func (c *Collectors) Handler() http.Handler { return c.handler }
 // the cap of a zero configuration, and every capped delay sets it too.
 func (c *Collectors) SetDelayCap(d time.Duration) { c.delayCap.Set(d.Seconds()) }
 
-// DelayCapSet implements reconnect.CapObserver: a Recovery or Handler observed by c sets
+// DelayCapSet implements reconnect.CapObserver: a Recovery observed by c sets
 // delay_cap_seconds to its configured cap when it is built.
 func (c *Collectors) DelayCapSet(d time.Duration) { c.SetDelayCap(d) }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/conformance"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/conformance"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -151,7 +151,7 @@ func FullRestart(ctx context.Context, p Provider, outage time.Duration, kill boo
 	if err := sleepCtx(ctx, outage); err != nil {
 		return down, err
 	}
-	return down, StartAll(ctx, p)
+	return down, StartEvery(ctx, p)
 }
 
 // StopAll stops every node of p at once (killed when kill is set, else gracefully) and returns
@@ -166,9 +166,11 @@ func StopAll(p Provider, kill bool) (time.Time, error) {
 	return time.Now(), err
 }
 
-// StartAll starts every node of p at once and returns when all answer CQL; each node's
-// ReadyAt says when it did.
-func StartAll(ctx context.Context, p Provider) error {
+// StartEvery starts every node of p at once and returns when all answer CQL; each node's
+// ReadyAt says when it did. It calls Provider.Start on every node, running or not, and a real
+// node that is already running makes it fail; (*Cluster).StartAll skips running nodes instead,
+// hence the other name.
+func StartEvery(ctx context.Context, p Provider) error {
 	return each(p, func(i int) error { return p.Start(ctx, i) })
 }
 

@@ -18,7 +18,7 @@ const (
 	DefaultStableAfter = 10 * time.Second
 )
 
-// Config is the cadence of a Handler or a Recovery. The zero value of every field means its
+// Config is the cadence of a Recovery. The zero value of every field means its
 // default, so Config{} is the documented default cadence.
 type Config struct {
 	// Policy is the blind schedule. Nil means DefaultPolicy().
@@ -33,8 +33,8 @@ type Config struct {
 	// sooner, it is a flap and continues the previous recovery's schedule. Zero means
 	// DefaultStableAfter.
 	StableAfter time.Duration
-	// Observer is told about every decision; it must be safe for concurrent use (Handler.ReArm
-	// reports from the caller's goroutine). Nil means NopObserver.
+	// Observer is told about every decision; it must be safe for concurrent use (a driver may
+	// report re-arm verdicts from its callers' goroutines). Nil means NopObserver.
 	Observer Observer
 	// Rand returns numbers uniform in [0, 1) for jitter; it is called once per blind delay and
 	// only from the goroutine driving the Recovery. Nil means math/rand/v2's Float64.

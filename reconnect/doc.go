@@ -1,7 +1,13 @@
 // Package reconnect decides when a lost connection is retried: a blind, jittered backoff bounded
 // by a hard DelayCap, plus evidence-driven re-arms that are coalesced and rate-limited.
-// Recovery is the pure, clock-free decision core, and Handler runs it on one goroutine around a
-// user-supplied attempt function.
+// Recovery is the pure, clock-free decision core: it has no goroutine and no timer, and is
+// driven call for call by whoever owns the connection.
+//
+// The backed-off reconnection handler that the host-event queue cancels and re-arms is the
+// ControlConnection's worker in package controlconn: its one goroutine owns the connection and
+// a Recovery, turns timers, attempt results, losses and host events into Begin, StartAttempt,
+// Finish, Lost and ReArm, and dials what each Attempt asks for. The lab (package lab) drives a
+// Recovery the same way in virtual time.
 //
 // # Public surface
 //
@@ -9,16 +15,12 @@
 // TestPublicSurfaceIsDocumented fails when this list and the code differ.
 //
 //	Attempt: Hint N ReArmed Reason Recovery
-//	AttemptFunc
 //	CapObserver: DelayCapSet
 //	Config: DelayCap MinReArmInterval Observer Policy Rand StableAfter Validate WithDefaults
-//	Conn: Close Done
 //	Constant: Delay Interval Jitter Validate
-//	DefaultDelayCap DefaultMinReArmInterval DefaultPolicy DefaultStableAfter ErrClosed
-//	ErrInvalidConfig
+//	DefaultDelayCap DefaultMinReArmInterval DefaultPolicy DefaultStableAfter ErrInvalidConfig
 //	Exponential: Base Delay Jitter Max Multiplier Validate
-//	Handler: Close ReArm Start Status Wait WaitNext
-//	IsNonRetryable NewHandler NewRecovery NonRetryable
+//	IsNonRetryable NewRecovery NonRetryable
 //	NopObserver: AttemptFinished AttemptStarted DelayChosen ReArmAccepted ReArmSuppressed
 //		Recovered StateChanged
 //	Observer: AttemptFinished AttemptStarted DelayChosen ReArmAccepted ReArmSuppressed Recovered

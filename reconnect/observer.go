@@ -52,9 +52,9 @@ type Recovered struct {
 }
 
 // Observer is told about every decision, for metrics and logs. Methods must be cheap, must not
-// block and must not call back into the Handler. They are called from the goroutine driving the
-// Recovery, except ReArmSuppressed, which Handler.ReArm may call from the caller's goroutine:
-// implementations must be safe for concurrent use.
+// block and must not call back into the Recovery's driver. The Recovery calls them from the
+// goroutine driving it, but a driver may report a ReArmSuppressed from its callers' goroutines
+// (controlconn's ReconnectNow does): implementations must be safe for concurrent use.
 //
 // Every ReArm call gets exactly one verdict: ReArmAccepted or ReArmSuppressed. A re-arm held as
 // the follow-up of a running attempt gets its verdict when that attempt ends.
@@ -70,9 +70,9 @@ type Observer interface {
 	Recovered(r Recovered)
 }
 
-// CapObserver is an optional interface of an Observer: NewRecovery (and so NewHandler) tells
-// it the DelayCap in force, defaults applied, before anything else happens, so that a gauge of
-// the cap is true from the start rather than from the first capped delay.
+// CapObserver is an optional interface of an Observer: NewRecovery tells it the DelayCap in
+// force, defaults applied, before anything else happens, so that a gauge of the cap is true
+// from the start rather than from the first capped delay.
 type CapObserver interface {
 	DelayCapSet(d time.Duration)
 }

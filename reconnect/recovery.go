@@ -16,8 +16,8 @@ type Attempt struct {
 
 // Recovery is the pure decision core: when to attempt, which attempt is re-armed, what a loss or
 // an error does to the schedule. It has no goroutines and no clock: every method takes now, which
-// must not go backwards. Handler drives one on its goroutine; controlconn's ControlConnection
-// drives one on the goroutine that also owns its connection; a virtual-time simulation can
+// must not go backwards. controlconn's ControlConnection drives one on the goroutine that also
+// owns its connection; a virtual-time simulation can
 // drive thousands directly. It is not safe for concurrent use. Steps do not allocate and,
 // given Config.Rand, are deterministic.
 //

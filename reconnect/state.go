@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// State is where a Handler (or a Recovery) is in its life.
+// State is where a Recovery is in its life.
 type State int
 
 // States. Idle is the zero value: not started.
@@ -26,7 +26,7 @@ func (s State) String() string {
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Status is a snapshot of a Handler or a Recovery.
+// Status is a snapshot of a Recovery.
 type Status struct {
 	State          State
 	Recovery       int       // ordinal of the current (or last) recovery; 0 before Start

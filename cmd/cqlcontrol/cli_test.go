@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 )
 
 // The command-line conventions (issue: help went to stderr, "cqlcontrol help demo" was an
@@ -70,14 +72,14 @@ func TestHelpSpellsFlagsWithTwoDashes(t *testing.T) {
 // turns into the command.
 type cliProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *realtime.Buffer
 	done           chan struct{}
 	err            error
 }
 
 func startCLI(t *testing.T, args ...string) *cliProcess {
 	t.Helper()
-	p := &cliProcess{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &cliProcess{stdout: &realtime.Buffer{}, stderr: &realtime.Buffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(os.Args[0], append([]string{"cli"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "CQLCONTROL_TEST_AS_CLI=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr

@@ -6,7 +6,7 @@ package main
 // client's dialer), demo_probe.go (the data-path probe), demo_report.go (progress lines and
 // the final table or JSON) and demo_chart.go (--svg, --png). The dial
 // counting, the recorder of our control connection's events and host pinning are
-// internal/clientprobe's, shared with the integration suite.
+// internal/testkit/clientprobe's, shared with the integration suite.
 
 import (
 	"context"

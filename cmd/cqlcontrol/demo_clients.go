@@ -10,7 +10,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
 )
 
 // aloneClient is the demo's other client: a gocql session alone, as users run it (gocql's

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // TestMain checks that no command leaves a goroutine behind. gocql v1.7.0's

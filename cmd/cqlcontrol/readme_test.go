@@ -5,8 +5,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -39,6 +41,45 @@ func TestREADMEProgramCompiles(t *testing.T) {
 			cmd := exec.Command(goTool, "vet", file) // type-checks and compiles it, in this module
 			out, err := cmd.CombinedOutput()
 			require.NoError(t, err, "%s, Go block %d:\n%s", doc.file, i, out)
+		}
+	}
+}
+
+// docs/layout.md, which the README links as the list of every package, names every package of
+// both modules: a package added or moved without it fails here. A line there is a path ending
+// in "/" at the start of the line, or indented by two spaces under the last such path.
+func TestLayoutListsEveryPackage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	text, err := os.ReadFile("../../docs/layout.md")
+	require.NoError(t, err)
+	block := regexp.MustCompile("(?s)\n```\n(.*?)```").FindSubmatch(text)
+	require.NotNil(t, block, "docs/layout.md has the package list in a code block")
+	listed := map[string]bool{}
+	parent := ""
+	for _, line := range strings.Split(string(block[1]), "\n") {
+		if m := regexp.MustCompile(`^(\S+/)\s`).FindStringSubmatch(line); m != nil {
+			parent = m[1]
+			listed[strings.TrimSuffix(parent, "/")] = true
+		} else if m := regexp.MustCompile(`^  (\S+/)\s`).FindStringSubmatch(line); m != nil {
+			listed[strings.TrimSuffix(parent+m[1], "/")] = true
+		}
+	}
+	for _, mod := range []struct{ dir, prefix string }{{"../..", ""}, {"../../gocqlv2", "gocqlv2/"}} {
+		cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Module.Path}}", "./...")
+		cmd.Dir = mod.dir
+		out, err := cmd.Output()
+		require.NoError(t, err, "go list in %s", mod.dir)
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			pkg, module, _ := strings.Cut(line, " ")
+			rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+			if rel == "" {
+				rel = strings.TrimSuffix(mod.prefix, "/")
+			} else {
+				rel = mod.prefix + rel
+			}
+			assert.True(t, listed[rel], "docs/layout.md does not list %s", rel)
 		}
 	}
 }

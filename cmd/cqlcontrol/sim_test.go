@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 )
 
 // simStdout is runSim's stdout: it hands over the ready line.
@@ -43,7 +45,7 @@ func (w *simStdout) Write(p []byte) (int, error) {
 type simProcess struct {
 	cql     []string // contact points from the ready line
 	control string   // control API URL from the ready line
-	stderr  *syncBuffer
+	stderr  *realtime.Buffer
 	stop    func() error // cancels the context and returns runSim's result
 }
 
@@ -52,7 +54,7 @@ func startSim(t *testing.T, args ...string) *simProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &simStdout{ready: make(chan string, 1)}
 	ready := out.ready
-	errOut := &syncBuffer{}
+	errOut := &realtime.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- runSim(ctx, args, out, errOut) }()
 	p := &simProcess{stderr: errOut}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,30 +22,13 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
-// syncBuffer is an io.Writer the command writes to on its goroutine while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitOutput polls w (real sockets, wall-clock time) until cond holds on what was written.
-func waitOutput(t *testing.T, w *syncBuffer, within time.Duration, what string, cond func(string) bool) string {
+func waitOutput(t *testing.T, w *realtime.Buffer, within time.Duration, what string, cond func(string) bool) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -77,7 +59,7 @@ func TestWatchTopologyAndEvents(t *testing.T) {
 		hosts = append(hosts, n.IP().String())
 	}
 
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &realtime.Buffer{}, &realtime.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -284,7 +266,7 @@ func TestWatchFirstConnectionFailures(t *testing.T) {
 	}
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	// Nothing listens on 127.0.4.20-21 at this port: refused.
-	var stdout, stderr syncBuffer
+	var stdout, stderr realtime.Buffer
 	began := time.Now()
 	code := run(context.Background(), []string{"watch", "--hosts", "127.0.4.20,127.0.4.21", "--port", "19", "--metrics", "",
 		"--connect-timeout", "1500ms"}, &stdout, &stderr)
@@ -297,7 +279,7 @@ func TestWatchFirstConnectionFailures(t *testing.T) {
 	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 1, BaseIP: "127.0.4.30", Port: 0, Username: "u", Password: "right"})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, sim.Close()) }()
-	stdout, stderr = syncBuffer{}, syncBuffer{}
+	stdout, stderr = realtime.Buffer{}, realtime.Buffer{}
 	began = time.Now()
 	code = run(context.Background(), []string{"watch", "--hosts", sim.Node(0).IP().String(), "--port", strconv.Itoa(sim.Port()),
 		"--metrics", "", "--username", "u", "--password", "wrong"}, &stdout, &stderr)
@@ -335,7 +317,7 @@ func TestWatchShowsTheAddressDialled(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, sim.Close()) }()
 	n0 := sim.Node(0)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &realtime.Buffer{}, &realtime.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,7 @@ func TestPasswordAuthenticatorRestart(t *testing.T) {
 	cluster.Authenticator = auth
 	// The default superuser is created about 10 s after the first start.
 	var session *gocql.Session
-	eventually(t, 90*time.Second, func() bool {
+	realtime.Eventually(t, 90*time.Second, func() bool {
 		s, err := cluster.CreateSession()
 		if err == nil {
 			session = s
@@ -93,6 +94,6 @@ func TestPasswordAuthenticatorRestart(t *testing.T) {
 	defer cancel()
 	err = cc.Start(ctx)
 	require.Error(t, err)
-	eventually(t, 10*time.Second, func() bool { return cc.Status().LastErr != nil }, "the failed attempt is reported")
+	realtime.Eventually(t, 10*time.Second, func() bool { return cc.Status().LastErr != nil }, "the failed attempt is reported")
 	assert.Equal(t, controlconn.ClassAuth, cc.Status().LastErrClass, "wrong credentials: %v", cc.Status().LastErr)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -81,7 +82,7 @@ func TestRollingRestart(t *testing.T) {
 		polls := pp.finish()
 		end := time.Now()
 
-		var back latencies
+		var back realtime.Latencies
 		for i, ip := range p.Hosts() {
 			ready := p.ReadyAt(i)
 			var again time.Time
@@ -102,7 +103,7 @@ func TestRollingRestart(t *testing.T) {
 		g, u := gov.dials.In(begin, end), ungov.dials.In(begin, end)
 		t.Logf("FIGURE %s rolling restart, 3 nodes, 5 s down each: governed data path back per host after it answered CQL %v; dials governed / ungoverned: gocql %d / %d, ours %d / %d",
 			p.Name(), back, g.GocqlControl+g.GocqlPool, u.GocqlControl+u.GocqlPool, g.Ours, u.Ours)
-		assert.LessOrEqual(t, back.quantile(1), dataPathWithin, "every host's governed data path back after it answered")
+		assert.LessOrEqual(t, back.Quantile(1), dataPathWithin, "every host's governed data path back after it answered")
 		// One dial of slack: each restarted host's pool is refilled once in both processes, but
 		// the governed one's 250 ms tick can catch a host between its port opening and its UP
 		// announcement (a refused dial, then the refill): seen once in 4 runs on cqlsim (12 / 11).

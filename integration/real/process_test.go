@@ -13,8 +13,9 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/gocql/gocql"
@@ -291,7 +292,7 @@ func startProcessCadence(t *testing.T, p realcluster.Provider, k kind, cad contr
 		require.NoError(t, err)
 		pr.changes = newChangeLog(sub)
 	}
-	eventually(t, 60*time.Second, func() bool { return len(pr.served(pr.hosts)) == len(pr.hosts) }, pr.name+": every host serves the session")
+	realtime.Eventually(t, 60*time.Second, func() bool { return len(pr.served(pr.hosts)) == len(pr.hosts) }, pr.name+": every host serves the session")
 	return pr
 }
 
@@ -375,17 +376,6 @@ func waitStable(t *testing.T, cc *controlconn.ControlConnection) {
 	since := connectedAfter(t, cc, time.Time{}, 60*time.Second)
 	if wait := time.Until(since.Add(stableAfter + 200*time.Millisecond)); wait > 0 {
 		time.Sleep(wait)
-	}
-}
-
-func eventually(t *testing.T, within time.Duration, cond func() bool, msg string) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, msg)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -481,25 +471,6 @@ func (l *changeLog) missingDownUp(from time.Time, ips []string) []string {
 		}
 	}
 	return missing
-}
-
-type latencies []time.Duration
-
-func (l latencies) quantile(q float64) time.Duration {
-	if len(l) == 0 {
-		return 0
-	}
-	s := slices.Clone(l)
-	slices.Sort(s)
-	i := int(float64(len(s))*q+0.999999) - 1
-	return s[max(0, min(i, len(s)-1))]
-}
-
-func (l latencies) String() string {
-	if len(l) == 0 {
-		return "n=0"
-	}
-	return fmt.Sprintf("p50 %s, max %s (n=%d)", ms(l.quantile(0.5)), ms(l.quantile(1)), len(l))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.3f s", d.Seconds()) }

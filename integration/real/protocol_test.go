@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -130,7 +131,7 @@ func TestProtocolNegotiation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
-	eventually(t, 10*time.Second, func() bool { return cc.Snapshot() != nil && cc.Snapshot().Len() == 3 }, "ours sees 3 hosts")
+	realtime.Eventually(t, 10*time.Second, func() bool { return cc.Snapshot() != nil && cc.Snapshot().Len() == 3 }, "ours sees 3 hosts")
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	t.Logf("FIGURE cassandra %s negotiation: ours speaks v%d (STARTUP versions %v), gocql v1.7.0 STARTUP versions: control %v, pools %v; system.peers_v2 queried by ours %d, by gocql %d",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/stretchr/testify/assert"
 )
@@ -61,8 +62,8 @@ func TestFullRestarts(t *testing.T) {
 		// Let every first connection's reconciliation probes end before counting.
 		time.Sleep(2 * time.Second)
 		ctx := context.Background()
-		oursBack := map[string]latencies{}
-		dataBack := map[string]latencies{}
+		oursBack := map[string]realtime.Latencies{}
+		dataBack := map[string]realtime.Latencies{}
 		dials := map[string][]int{}
 		dumped := false
 		for round, kill := range []bool{false, true, false, true, false} {
@@ -84,7 +85,7 @@ func TestFullRestarts(t *testing.T) {
 			// Start every node; meanwhile every process's data path is polled (all hosts of all
 			// processes together, from before the first node answers).
 			started := make(chan error, 1)
-			go func() { started <- realcluster.StartAll(ctx, p) }()
+			go func() { started <- realcluster.StartEvery(ctx, p) }()
 			backs := make([]map[string]time.Time, len(procs))
 			var wg sync.WaitGroup
 			for i, pr := range procs {

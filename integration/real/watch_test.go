@@ -1,38 +1,21 @@
 package real
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // `cqlcontrol watch` against the real cluster, as a user runs it: it prints the topology (three
 // hosts up, release 5.0.x), then the DOWN and UP of a node that is stopped and started, and
@@ -44,7 +27,7 @@ func TestWatchCommand(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 
-	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	stdout, stderr := &realtime.Buffer{}, &realtime.Buffer{}
 	cmd := exec.Command(bin, "watch", "--hosts", strings.Join(c.Hosts(), ","), "--metrics", "")
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	require.NoError(t, cmd.Start())

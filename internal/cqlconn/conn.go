@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/wire"
-	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -20,8 +19,7 @@ import (
 
 // Conn is one native-protocol connection to one node, handshake done and events registered.
 // Requests are multiplexed over stream IDs; one reader goroutine dispatches responses and
-// pushes server events to Events; one heartbeat goroutine detects a silent peer. It satisfies
-// reconnect.Conn.
+// pushes server events to Events; one heartbeat goroutine detects a silent peer.
 type Conn struct {
 	nc       net.Conn
 	ep       Endpoint
@@ -45,9 +43,6 @@ type Conn struct {
 	next    int16              // where the search for a free stream ID starts (rotation)
 	err     error              // why the connection ended; set once, before done is closed
 }
-
-// A Conn is what reconnect.Handler and reconnect.Recovery reconnect.
-var _ reconnect.Conn = (*Conn)(nil)
 
 func newConn(nc net.Conn, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersion) *Conn {
 	c := &Conn{

@@ -3,7 +3,7 @@ package cqlconn
 import (
 	"testing"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/leakcheck"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // Every test closes its connections and simulated clusters (see leakcheck).

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/bounded"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"

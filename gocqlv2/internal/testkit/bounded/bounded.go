@@ -7,8 +7,12 @@
 // leakcheck.VerifyTestMain, which checks for leaks only after every test passed, does not
 // report it a second time.
 //
-// A copy of the main module's internal/bounded for this module's tests: a module cannot import
-// another module's internal packages. Keep the two the same.
+// A copy of the main module's internal/testkit/bounded, kept on purpose. Go's internal rule
+// goes by import path, so this module could import that package; but internal packages are
+// no API, and this module's tests run against whichever main module a user's build selects
+// (replace ignored, minimal version selection), so importing one would tie them to internal
+// code of a version they were not written for. A test in the main module
+// (internal/testkit/bounded) fails when the two differ below the package doc.
 package bounded
 
 import (

@@ -3,7 +3,7 @@ package sample
 import (
 	"io"
 
-	"github.com/cqlcontrol/cqlcontrol/internal/apisurface/testdata/sample/inner"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/apisurface/testdata/sample/inner"
 )
 
 const Answer = 42

@@ -7,8 +7,12 @@
 // a host was down leaves that goroutine for up to 3 s; goleak's own retries give up after about a
 // second. Waiting for it to end, instead of ignoring it, still catches a goroutine that never ends.
 //
-// A copy of the main module's internal/leakcheck for this module's tests: a module cannot import
-// another module's internal packages. Keep the two the same.
+// A copy of the main module's internal/testkit/leakcheck, kept on purpose. Go's internal rule
+// goes by import path, so this module could import that package; but internal packages are
+// no API, and this module's tests run against whichever main module a user's build selects
+// (replace ignored, minimal version selection), so importing one would tie them to internal
+// code of a version they were not written for. A test in the main module
+// (internal/testkit/leakcheck) fails when the two differ below the package doc.
 package leakcheck
 
 import (

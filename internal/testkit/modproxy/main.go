@@ -3,7 +3,7 @@
 // this checkout at one version, so that a module outside the tree can be built against them as
 // a user would get them: replace directives ignored, no workspace (make consumer, .ci/consumer).
 //
-//	go run ./internal/modproxy -out DIR -version v0.1.0 . gocqlv2
+//	go run ./internal/testkit/modproxy -out DIR -version v0.1.0 . gocqlv2
 //
 // Each argument is a module directory. Its zip holds the files git knows there (tracked, and
 // untracked but not ignored, so that uncommitted work is what gets built), less nested modules,
