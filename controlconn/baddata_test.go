@@ -16,10 +16,12 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 type skipRecorder struct {
-	NopObserver
+	nopObserver
 	mu      sync.Mutex
 	skipped [][]metadata.SkippedPeer
 	dropped int
@@ -108,8 +110,8 @@ func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
 		// Served by the first node (the only contact point): the other two, and a bad row.
 		d := &badPeerDialer{t: t, c: c, addr: c.Node(0).Addr(), bad: c.Node(2)}
 		obs := &skipRecorder{}
-		cfg := Config{ContactPoints: c.ContactPoints()[:1], Conn: ConnConfig{Dialer: d}}
-		cc, err := NewWithConfig(cfg, withRand(half), WithObserver(obs))
+		cfg := config{ContactPoints: c.ContactPoints()[:1], Conn: cqlconn.ConnConfig{Dialer: d}}
+		cc, err := newWithConfig(cfg, withRand(half), withTestObserver(obs))
 		require.NoError(t, err)
 		defer func() { _ = cc.Close() }()
 		startCC(t, cc)

@@ -12,6 +12,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 // manyHosts is a batch of events of kind about n distinct hosts 10.x.y.z:9042 with host IDs.
@@ -30,7 +32,7 @@ func manyHosts(n int, kind hostevents.Kind) hostevents.Batch {
 func onBatchTime(t testing.TB, n int) time.Duration {
 	c := newCluster(1)
 	defer func() { assert.NoError(t, c.Close()) }()
-	cc, err := NewWithConfig(Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}}, withRand(rand.Float64))
+	cc, err := newWithConfig(config{ContactPoints: c.ContactPoints(), Conn: cqlconn.ConnConfig{Dialer: c}}, withRand(rand.Float64))
 	require.NoError(t, err)
 	defer func() { _ = cc.Close() }()
 	added := manyHosts(n, hostevents.KindAdded)
@@ -96,7 +98,7 @@ func TestCloseIsPromptDuringHostEventFlood(t *testing.T) {
 	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 	require.NoError(t, err)
 	defer func() { _ = q.Close() }()
-	cc, err := NewWithConfig(Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}}, WithHostEvents(q))
+	cc, err := newWithConfig(config{ContactPoints: c.ContactPoints(), Conn: cqlconn.ConnConfig{Dialer: c}}, withHostEvents(q))
 	require.NoError(t, err)
 	startCC(t, cc)
 

@@ -8,14 +8,11 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
-// Defaults of Cadence fields not shared with ConnConfig.
+// Defaults of Cadence fields not shared with cqlconn.ConnConfig.
 const (
-	DefaultMetadataRefreshInterval = 60 * time.Second
-	DefaultRequestTimeout          = 10 * time.Second
+	defaultMetadataRefreshInterval = 60 * time.Second
+	defaultRequestTimeout          = 10 * time.Second
 )
-
-// ErrInvalidCadence is wrapped by every Cadence validation error.
-var ErrInvalidCadence = errors.New("controlconn: invalid cadence")
 
 // Cadence is the timing of a ControlConnection. The zero value of every field means its
 // default, so Cadence{} is the documented default cadence:
@@ -65,35 +62,35 @@ func (c Cadence) WithDefaults() Cadence {
 		c.StableAfter = reconnect.DefaultStableAfter
 	}
 	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
+		c.HeartbeatInterval = defaultHeartbeatInterval
 	}
 	if c.HeartbeatTimeout == 0 {
-		c.HeartbeatTimeout = DefaultHeartbeatTimeout
+		c.HeartbeatTimeout = defaultHeartbeatTimeout
 	}
 	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = DefaultConnectTimeout
+		c.ConnectTimeout = defaultConnectTimeout
 	}
 	if c.StaggerDelay == 0 {
-		c.StaggerDelay = DefaultStaggerDelay
+		c.StaggerDelay = defaultStaggerDelay
 	}
 	if c.MetadataRefreshInterval == 0 {
-		c.MetadataRefreshInterval = DefaultMetadataRefreshInterval
+		c.MetadataRefreshInterval = defaultMetadataRefreshInterval
 	}
 	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
+		c.RequestTimeout = defaultRequestTimeout
 	}
 	return c
 }
 
 // Validate reports every invalid field (zero fields are valid: they mean the default). All
-// errors wrap ErrInvalidCadence.
+// errors wrap ErrInvalidConfig.
 func (c Cadence) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidCadence}, args...)...))
+		errs = append(errs, fmt.Errorf("%w: Cadence."+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	if err := c.reconnectConfig().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidCadence, err))
+		errs = append(errs, fmt.Errorf("%w: Cadence: %w", ErrInvalidConfig, err))
 	}
 	if c.HeartbeatTimeout < 0 {
 		bad("HeartbeatTimeout must be positive (or zero for the default 5s), got %v", c.HeartbeatTimeout)

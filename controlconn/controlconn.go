@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
@@ -22,22 +21,22 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// DefaultPort is the native protocol port used when Config.Port is zero.
-const DefaultPort = 9042
+// defaultPort is the native protocol port used when config.Port is zero.
+const defaultPort = 9042
 
 // schemaAgreementPoll is the pause between two checks of AwaitSchemaAgreement.
 const schemaAgreementPoll = 200 * time.Millisecond
 
-// Config is what NewWithConfig needs: where the cluster is, how to connect, and the cadence.
+// config is what newWithConfig needs: where the cluster is, how to connect, and the cadence.
 // New builds it from a gocql.ClusterConfig.
-type Config struct {
+type config struct {
 	// ContactPoints are "host" or "host:port"; names are resolved again on every attempt.
 	ContactPoints []string
 	// Port is the native port of contact points without one and of every peer; default 9042.
 	Port int
 	// Conn says how to dial and authenticate. Its ConnectTimeout, HeartbeatInterval,
 	// HeartbeatTimeout, OnHeartbeat and Logger are set from Cadence and the options.
-	Conn ConnConfig
+	Conn cqlconn.ConnConfig
 	// AddressTranslator, when set, maps the addresses read from the system tables to the
 	// addresses dialled, as gocql's does.
 	AddressTranslator gocql.AddressTranslator
@@ -46,97 +45,24 @@ type Config struct {
 }
 
 // Validate reports what makes c unusable; zero fields are valid (defaults).
-func (c Config) Validate() error {
+func (c config) Validate() error {
 	var errs []error
 	if len(c.ContactPoints) == 0 {
-		errs = append(errs, errors.New("controlconn: no contact points"))
+		errs = append(errs, fmt.Errorf("%w: no contact points", ErrInvalidConfig))
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		errs = append(errs, fmt.Errorf("controlconn: Port %d out of range 1..65535", c.Port))
+		errs = append(errs, fmt.Errorf("%w: Port %d out of range 1..65535", ErrInvalidConfig, c.Port))
 	}
-	if n := c.Conn.MaxFrameSize; n < 0 || n > ProtocolMaxFrameSize {
-		errs = append(errs, fmt.Errorf("controlconn: MaxFrameSize %d out of range 0..%d (the protocol's limit)", n, ProtocolMaxFrameSize))
+	if n := c.Conn.MaxFrameSize; n < 0 || n > protocolMaxFrameSize {
+		errs = append(errs, fmt.Errorf("%w: MaxFrameSize %d out of range 0..%d (the protocol's limit)", ErrInvalidConfig, n, protocolMaxFrameSize))
 	}
 	if v := c.Conn.ProtoVersion; v != 0 && v != 3 && v != 4 {
-		errs = append(errs, fmt.Errorf("controlconn: protocol version %d not supported (3, 4, or 0 to negotiate)", v))
+		errs = append(errs, fmt.Errorf("%w: protocol version %d not supported (3, 4, or 0 to negotiate)", ErrInvalidConfig, v))
 	}
 	if err := c.Cadence.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// Option configures a ControlConnection beyond its Config.
-type Option func(*options)
-
-type options struct {
-	logger      *slog.Logger
-	observer    Observer
-	reconnObs   reconnect.Observer
-	resolver    Resolver
-	queue       *hostevents.Queue
-	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
-	queueOwned  bool                    // queue was created by New from queueConfig
-	rand        func() float64
-	governor    *Governor        // WithDialGovernor; New, and NewWithListener with gateTaker
-	shared      *DialGovernor    // WithSharedDialGovernor; as governor
-	gateTaker   func(DriverGate) // WithDriverGate: a driver adapter takes the governor
-	governed    bool             // the governor is installed on a driver (New, an adapter)
-	configCheck func() error     // WithConfigCheck: Start's check of the driver's configuration
-}
-
-// WithLogger sets the logger. The default discards: a library logs only when asked.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
-
-// WithObserver sets the connection-level observer (dials, connections, heartbeats, refreshes).
-func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
-
-// WithReconnectObserver sets the observer of the reconnection handler (attempts, re-arms, delays).
-func WithReconnectObserver(obs reconnect.Observer) Option {
-	return func(o *options) { o.reconnObs = obs }
-}
-
-// Resolver looks up the IP addresses of a host name (net.DefaultResolver.LookupIP by default).
-type Resolver = plan.Resolver
-
-// WithResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
-func WithResolver(r Resolver) Option { return func(o *options) { o.resolver = r } }
-
-// WithHostEvents makes the ControlConnection consume q's batches as re-arm evidence and push
-// the events of its own connection to q (Source "control"). New creates and installs a queue
-// unless one is given; NewWithConfig uses none unless one is given. The caller keeps
-// ownership of a queue it passes: Close does not close it.
-func WithHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
-
-// WithQueueConfig configures the queue New creates. Together with WithHostEvents (whose queue
-// is configured already) it is an error.
-func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
-
-// ErrConflictingOptions is returned by New and NewWithConfig for options that cannot be
-// used together, and by NewWithConfig and NewWithListener for WithDialGovernor, which only a
-// constructor that has the driver's configuration can install.
-var ErrConflictingOptions = errors.New("controlconn: conflicting options")
-
-// ErrConfigChanged is wrapped by each of the warnings Start gives (and Status.ConfigChanged
-// keeps) when something New installed on the driver's ClusterConfig was replaced after New.
-var ErrConfigChanged = errors.New("controlconn: ClusterConfig changed after New")
-
-// WithConfigCheck is for driver adapters, not applications (New and gocqlv2.New pass it): the
-// first Start calls check once, before it starts connecting, to find what the application
-// replaced on the driver's configuration since the constructor installed its listener, dialer
-// and the rest. Each error check returns (errors.Join for several) is logged as a warning, and
-// the whole is kept in Status.ConfigChanged; Start goes on either way. The errors should wrap
-// ErrConfigChanged.
-func WithConfigCheck(check func() error) Option {
-	return func(o *options) { o.configCheck = check }
-}
-
-// withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
-// module's other packages through internal/ccopt.WithRand.
-func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
-
-func init() {
-	ccopt.Register(func(f func() float64) any { return withRand(f) })
 }
 
 // ControlConnection is the control connection: it keeps one connection up, driving a
@@ -147,21 +73,21 @@ func init() {
 // goroutine reads what run publishes through an atomic; callers talk to run through channels,
 // read what it publishes under pubMu, or use the current connection directly for queries.
 type ControlConnection struct {
-	cfg       Config  // defaults applied
+	cfg       config  // defaults applied
 	cad       Cadence // cfg.Cadence with defaults
-	connCfg   ConnConfig
+	connCfg   cqlconn.ConnConfig
 	log       *slog.Logger
-	obs       Observer
+	obs       observer
 	rec       *reconnect.Recovery // owned by run (by Close if run never started)
 	planner   *plan.Planner
 	store     *metadata.Store
-	resolver  Resolver
+	resolver  plan.Resolver
 	reconnObs reconnect.Observer     // the Recovery's observer (ReconnectNow reports to it too)
 	queue     *hostevents.Queue      // nil: no host events
 	ownQueue  bool                   // created by New: closed by Close
 	gov       *govMember             // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
 	hostInfos *cqlconn.HostInfoCache // New's cache of gocql's HostInfos; nil otherwise
-	cfgCheck  func() error           // WithConfigCheck; nil: none
+	cfgCheck  func() error           // withConfigCheck; nil: none
 	cfgErr    atomic.Pointer[error]  // what cfgCheck found at Start (nil: nothing, or not started)
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
@@ -175,7 +101,7 @@ type ControlConnection struct {
 
 	skipped  atomic.Pointer[[]metadata.SkippedPeer]   // the latest refresh's; written by run
 	dataLags atomic.Pointer[map[string]time.Duration] // by address, copy on write; written by run
-	dataObs  DataObserver
+	dataObs  dataObserver
 
 	closeErr    error           // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error // Refresh callers -> run
@@ -217,8 +143,8 @@ type lossInfo struct {
 	at  time.Time
 }
 
-// NewWithConfig validates cfg and returns an idle ControlConnection; Start starts it.
-func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
+// newWithConfig validates cfg and returns an idle ControlConnection; Start starts it.
+func newWithConfig(cfg config, opts ...Option) (*ControlConnection, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -227,29 +153,30 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 		opt(&o)
 	}
 	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
-		return nil, fmt.Errorf("%w: WithQueueConfig configures the queue New creates; the queue of WithHostEvents is configured already", ErrConflictingOptions)
+		return nil, fmt.Errorf("%w: conflicting options: WithQueueConfig configures the queue New creates; the queue of withHostEvents is configured already", ErrInvalidConfig)
 	}
 	if o.governor != nil && o.shared != nil {
-		return nil, fmt.Errorf("%w: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrConflictingOptions)
+		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrInvalidConfig)
 	}
 	if (o.governor != nil || o.shared != nil) && !o.governed {
-		return nil, fmt.Errorf("%w: WithDialGovernor governs a driver's dials: use New (gocql v1) or gocqlv2.New, which install it on the driver's config", ErrConflictingOptions)
+		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor governs a driver's dials: use New (gocql v1) or gocqlv2.New, which install it on the driver's config", ErrInvalidConfig)
 	}
 	if o.logger == nil {
 		o.logger = discardLogger
 	}
-	if o.observer == nil {
-		o.observer = NopObserver{}
+	var obs observer = observerOf(o.observer)
+	if o.inner != nil {
+		obs = o.inner
 	}
 	if cfg.Port == 0 {
-		cfg.Port = DefaultPort
+		cfg.Port = defaultPort
 	}
 	cad := cfg.Cadence.WithDefaults()
 	cc := &ControlConnection{
 		cfg:         cfg,
 		cad:         cad,
 		log:         o.logger,
-		obs:         o.observer,
+		obs:         obs,
 		store:       metadata.NewStore(nil),
 		resolver:    o.resolver,
 		queue:       o.queue,
@@ -281,7 +208,7 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	cc.connCfg.HeartbeatTimeout = cad.HeartbeatTimeout
 	cc.connCfg.Logger = o.logger
 	cc.connCfg.OnHeartbeat = func(ep Endpoint, rtt time.Duration, err error) { cc.obs.Heartbeat(ep, rtt, err) }
-	cc.dataObs = dataObserver(cc.obs)
+	cc.dataObs = asDataObserver(cc.obs)
 	cc.connCfg.OnDroppedReply = func(ep Endpoint, _ int16) { cc.dataObs.ReplyDropped(ep) }
 
 	rc := cad.reconnectConfig()
@@ -289,7 +216,7 @@ func NewWithConfig(cfg Config, opts ...Option) (*ControlConnection, error) {
 	rc.Rand = o.rand
 	rec, err := reconnect.NewRecovery(rc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidCadence, err)
+		return nil, fmt.Errorf("%w: Cadence: %w", ErrInvalidConfig, err)
 	}
 	cc.rec, cc.reconnObs = rec, rc.WithDefaults().Observer
 	cc.status = rec.Status()
@@ -336,7 +263,7 @@ func (cc *ControlConnection) Start(ctx context.Context) error {
 	}
 }
 
-// checkConfig runs the adapter's configuration check (WithConfigCheck): one warning for each
+// checkConfig runs the adapter's configuration check (withConfigCheck): one warning for each
 // error it finds, all of them kept for Status.
 func (cc *ControlConnection) checkConfig() {
 	if cc.cfgCheck == nil {
@@ -411,7 +338,7 @@ type Status struct {
 	DataPathLag map[string]time.Duration
 	// ConfigChanged is what Start found replaced on the ClusterConfig since New (each error
 	// wraps ErrConfigChanged and names the field; errors.Join of them): nil when nothing was,
-	// before Start, and for NewWithConfig.
+	// before Start, and when an adapter (WithDriver) checks nothing.
 	ConfigChanged error
 }
 
@@ -441,7 +368,7 @@ func (cc *ControlConnection) Status() Status {
 	if li := cc.lastLoss.Load(); li != nil {
 		st.LastLoss, st.LastLossAt = li.err, li.at
 	}
-	st.SkippedPeers = cc.SkippedPeers()
+	st.SkippedPeers = cc.skippedPeers()
 	if l := cc.dataLags.Load(); l != nil {
 		st.DataPathLag = maps.Clone(*l)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 // half makes jitter zero (u = 0.5) and shuffling deterministic.
@@ -87,8 +89,8 @@ func stopAllBut(c *cqlsim.Cluster, keep, control *cqlsim.Node) {
 
 func newTestCC(t *testing.T, c *cqlsim.Cluster, cad Cadence, opts ...Option) *ControlConnection {
 	t.Helper()
-	cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: c}, Cadence: cad}
-	cc, err := NewWithConfig(cfg, append([]Option{withRand(half)}, opts...)...)
+	cfg := config{ContactPoints: c.ContactPoints(), Conn: cqlconn.ConnConfig{Dialer: c}, Cadence: cad}
+	cc, err := newWithConfig(cfg, append([]Option{withRand(half)}, opts...)...)
 	require.NoError(t, err)
 	return cc
 }
@@ -225,7 +227,7 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
-		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}}, WithHostEvents(q))
+		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}}, withHostEvents(q))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
@@ -269,7 +271,7 @@ func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
 		obs := &countingReconnectObserver{}
-		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q), WithReconnectObserver(obs))
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q), WithReconnectObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		m := c.Node(1)
@@ -451,7 +453,7 @@ func TestPeriodicRefreshReusesConnection(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
-		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, WithObserver(obs))
+		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, withTestObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		node := nodeAt(c, connectedHost(t, cc))
@@ -468,7 +470,7 @@ func TestPeriodicRefreshReusesConnection(t *testing.T) {
 }
 
 type countingObserver struct {
-	NopObserver
+	nopObserver
 	mu                                      sync.Mutex
 	refreshed, connected, lost, dialStarted int
 	heartbeats                              int
@@ -524,7 +526,7 @@ func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
-		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, WithObserver(obs))
+		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, withTestObserver(obs))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		first := connectedHost(t, cc)
@@ -556,13 +558,13 @@ func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 		// connections and never answer.
 		c.Node(0).Mute(true)
 		c.Node(1).Mute(true)
-		cfg := Config{ContactPoints: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, Conn: ConnConfig{Dialer: c}}
-		cc, err := NewWithConfig(cfg, withRand(half))
+		cfg := config{ContactPoints: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, Conn: cqlconn.ConnConfig{Dialer: c}}
+		cc, err := newWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		start := time.Now()
 		startCC(t, cc)
-		assert.Equal(t, 2*DefaultStaggerDelay, time.Since(start))
+		assert.Equal(t, 2*defaultStaggerDelay, time.Since(start))
 		assert.Equal(t, "10.0.0.3:9042", connectedHost(t, cc).Addr)
 	})
 }
@@ -574,9 +576,9 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 		cfg.Username, cfg.Password = "u", "right"
 		l := startMem(t, cfg)
 		defer func() { assert.NoError(t, l.Close()) }()
-		ccfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: l,
+		ccfg := config{ContactPoints: []string{"10.0.0.1"}, Conn: cqlconn.ConnConfig{Dialer: l,
 			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
-		cc, err := NewWithConfig(ccfg, withRand(half))
+		cc, err := newWithConfig(ccfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -602,10 +604,10 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		defer func() { assert.NoError(t, l.Close()) }()
 		l.Node(0).Stop()
 		d := &trackingDialer{d: l}
-		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: d}}
+		cfg := config{ContactPoints: []string{"10.0.0.1"}, Conn: cqlconn.ConnConfig{Dialer: d}}
 
 		// Scheduled: nothing answers.
-		cc, err := NewWithConfig(cfg)
+		cc, err := newWithConfig(cfg)
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		_ = cc.Start(ctx)
@@ -618,7 +620,7 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		// Attempting: the only host is blackholed (it accepts connections and never answers).
 		require.NoError(t, l.Node(0).Start())
 		l.Node(0).Mute(true)
-		cc, err = NewWithConfig(cfg)
+		cc, err = newWithConfig(cfg)
 		require.NoError(t, err)
 		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 		_ = cc.Start(ctx)
@@ -631,7 +633,7 @@ func TestCloseIsPromptFromAnyState(t *testing.T) {
 		assert.Equal(t, 0, d.Open(), "the attempt's dial was closed")
 
 		// A request waiting for a connection is released with ErrClosed.
-		cc, err = NewWithConfig(cfg)
+		cc, err = newWithConfig(cfg)
 		require.NoError(t, err)
 		go func() { _ = cc.Start(context.Background()) }()
 		errc := make(chan error, 1)
@@ -656,10 +658,10 @@ func TestCadenceValidation(t *testing.T) {
 	}
 	for want, cad := range cases {
 		err := cad.Validate()
-		assert.ErrorIs(t, err, ErrInvalidCadence, want)
+		assert.ErrorIs(t, err, ErrInvalidConfig, want)
 		assert.ErrorContains(t, err, want)
-		_, err = NewWithConfig(Config{ContactPoints: []string{"127.0.0.1"}, Cadence: cad})
-		assert.ErrorIs(t, err, ErrInvalidCadence, want)
+		_, err = newWithConfig(config{ContactPoints: []string{"127.0.0.1"}, Cadence: cad})
+		assert.ErrorIs(t, err, ErrInvalidConfig, want)
 	}
 	d := Cadence{}.WithDefaults()
 	assert.Equal(t, 30*time.Second, d.DelayCap)
@@ -672,9 +674,9 @@ func TestCadenceValidation(t *testing.T) {
 	assert.Equal(t, 60*time.Second, d.MetadataRefreshInterval)
 	assert.Equal(t, reconnect.DefaultPolicy(), d.Policy)
 
-	_, err := NewWithConfig(Config{})
+	_, err := newWithConfig(config{})
 	assert.ErrorContains(t, err, "no contact points")
-	_, err = NewWithConfig(Config{ContactPoints: []string{"x"}, Conn: ConnConfig{ProtoVersion: 5}})
+	_, err = newWithConfig(config{ContactPoints: []string{"x"}, Conn: cqlconn.ConnConfig{ProtoVersion: 5}})
 	assert.ErrorContains(t, err, "protocol version 5 not supported")
 }
 
@@ -687,7 +689,7 @@ func TestConfigFromGocql(t *testing.T) {
 	cluster.SocketKeepalive = 7 * time.Second
 	cluster.ProtoVersion = 4
 
-	c, err := ConfigFromGocql(cluster, Cadence{})
+	c, err := configFromGocql(cluster, Cadence{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1", "db.example:9999"}, c.ContactPoints)
 	assert.Equal(t, 19042, c.Port)
@@ -698,24 +700,24 @@ func TestConfigFromGocql(t *testing.T) {
 	assert.Equal(t, 4, c.Conn.ProtoVersion)
 	assert.Equal(t, 11*time.Second, c.Cadence.ConnectTimeout, "gocql's ConnectTimeout when the cadence leaves it zero")
 
-	c, err = ConfigFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second})
+	c, err = configFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, c.Cadence.ConnectTimeout)
 
 	cluster.SslOpts = &gocql.SslOptions{}
-	c, err = ConfigFromGocql(cluster, Cadence{})
+	c, err = configFromGocql(cluster, Cadence{})
 	require.NoError(t, err)
-	assert.True(t, c.Conn.TLS.InsecureSkipVerify, "gocql: SslOpts without Config and without host verification skips verification")
+	assert.True(t, c.Conn.TLS.InsecureSkipVerify, "gocql: SslOpts without config and without host verification skips verification")
 
 	cluster.HostDialer = &hostnameDialer{}
-	c, err = ConfigFromGocql(cluster, Cadence{})
+	c, err = configFromGocql(cluster, Cadence{})
 	require.NoError(t, err)
 	assert.Nil(t, c.Conn.TLS, "HostDialer does TLS itself")
 
 	cluster.AuthProvider = func(*gocql.HostInfo) (gocql.Authenticator, error) { return auth, nil }
-	_, err = ConfigFromGocql(cluster, Cadence{})
+	_, err = configFromGocql(cluster, Cadence{})
 	assert.ErrorContains(t, err, "both Authenticator and AuthProvider")
-	_, err = ConfigFromGocql(nil, Cadence{})
+	_, err = configFromGocql(nil, Cadence{})
 	assert.Error(t, err)
 }
 
@@ -777,7 +779,7 @@ func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{Observer: rec})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, q.Close()) }()
-		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)
@@ -822,7 +824,7 @@ func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
 		defer func() { assert.NoError(t, q.Close()) }()
 		rec := &reasonRecorder{}
 		cc := newTestCC(t, c, Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}},
-			WithHostEvents(q), WithReconnectObserver(rec))
+			withHostEvents(q), WithReconnectObserver(rec))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)

@@ -33,12 +33,12 @@ func startSim(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
 	return sim
 }
 
-func simConfig(sim *cqlsim.Cluster, cad Cadence) Config {
+func simConfig(sim *cqlsim.Cluster, cad Cadence) config {
 	var hosts []string
 	for _, n := range sim.Nodes() {
 		hosts = append(hosts, n.IP().String())
 	}
-	return Config{ContactPoints: hosts, Port: sim.Port(), Cadence: cad}
+	return config{ContactPoints: hosts, Port: sim.Port(), Cadence: cad}
 }
 
 func waitConnected(t *testing.T, cc *ControlConnection, within time.Duration) time.Time {
@@ -52,7 +52,7 @@ func waitConnected(t *testing.T, cc *ControlConnection, within time.Duration) ti
 
 func TestSimulatorMetadataAndEvents(t *testing.T) {
 	sim := startSim(t, cqlsim.Config{Nodes: 3, GossipDelay: 200 * time.Millisecond, StopAnnounceDelay: 100 * time.Millisecond})
-	cc, err := NewWithConfig(simConfig(sim, Cadence{}))
+	cc, err := newWithConfig(simConfig(sim, Cadence{}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -129,7 +129,7 @@ func awaitChange(t *testing.T, sub *metadata.Subscription, within time.Duration,
 // control connection back within about 2.5 s of the first node being up.
 func TestSimulatorFullRestartBlindSchedule(t *testing.T) {
 	sim := startSim(t, cqlsim.Config{Nodes: 3, GossipDelay: 200 * time.Millisecond})
-	cc, err := NewWithConfig(simConfig(sim, Cadence{StableAfter: time.Second}))
+	cc, err := newWithConfig(simConfig(sim, Cadence{StableAfter: time.Second}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -200,7 +200,7 @@ func TestSimulatorBlackholedContactPoint(t *testing.T) {
 	defer sim.Node(0).Blackhole(false)
 	cfg := simConfig(sim, Cadence{})
 	cfg.ContactPoints = []string{sim.Node(0).IP().String(), sim.Node(1).IP().String()}
-	cc, err := NewWithConfig(cfg)
+	cc, err := newWithConfig(cfg)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -208,8 +208,8 @@ func TestSimulatorBlackholedContactPoint(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, cc.Start(ctx))
 	took := time.Since(start)
-	t.Logf("first contact point blackholed: connected in %v (stagger %v)", took, DefaultStaggerDelay)
-	assert.Less(t, took, DefaultStaggerDelay+500*time.Millisecond)
+	t.Logf("first contact point blackholed: connected in %v (stagger %v)", took, defaultStaggerDelay)
+	assert.Less(t, took, defaultStaggerDelay+500*time.Millisecond)
 	assert.Equal(t, sim.Node(1).HostID(), cc.Status().Host.HostID)
 	assert.True(t, slices.Contains(cfg.ContactPoints, sim.Node(0).IP().String()))
 }

@@ -7,14 +7,6 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 )
 
-// DataPathObserver is implemented by an Observer that also wants each host's data-path lag:
-// the time from our connection seeing the host announced UP to gocql's session reporting its
-// pool connected to it (HostUp). It is optional, checked with a type assertion like
-// DataObserver; it is called from the ControlConnection's goroutine and must not block.
-type DataPathObserver interface {
-	DataPathLag(ep Endpoint, lag time.Duration)
-}
-
 // sawUp is an UP announcement our connection received, waiting for gocql's HostUp.
 type sawUp struct {
 	ep Endpoint
@@ -43,7 +35,7 @@ func (cc *ControlConnection) dataPathSaw(o *owner, ev hostevents.Event) {
 }
 
 // dataPathBack ends the lag of the host keyed key at gocql's HostUp (owner goroutine): it is
-// published in Status, given to the DataPathObserver and logged. A HostUp with no UP of ours
+// published in Status, given to the Observer.DataPathLag and logged. A HostUp with no UP of ours
 // before it (gocql was first, or ours was down) measures nothing.
 func (cc *ControlConnection) dataPathBack(o *owner, key string, at time.Time) {
 	s, ok := o.sawUp[key]
@@ -58,7 +50,7 @@ func (cc *ControlConnection) dataPathBack(o *owner, key string, at time.Time) {
 	}
 	lags[s.ep.Addr] = lag
 	cc.dataLags.Store(&lags)
-	if d, ok := cc.obs.(DataPathObserver); ok {
+	if d, ok := cc.obs.(dataPathObserver); ok {
 		d.DataPathLag(s.ep, lag)
 	}
 	cc.log.Info("data path back", "addr", s.ep.Addr, "host_id", s.ep.HostID, "lag", lag)

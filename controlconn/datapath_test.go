@@ -23,9 +23,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lagRecorder is an Observer that is also a DataPathObserver.
+// lagRecorder is an Observer that is also a dataPathObserver.
 type lagRecorder struct {
-	NopObserver
+	nopObserver
 	mu   sync.Mutex
 	lags map[string]time.Duration
 }
@@ -50,7 +50,7 @@ func TestDataPathLagFromOurUpToGocqlsHostUp(t *testing.T) {
 	cfg.ConnectTimeout, cfg.Timeout = 2*time.Second, 2*time.Second
 	cfg.Logger = log.New(io.Discard, "", 0)
 	rec := &lagRecorder{lags: map[string]time.Duration{}}
-	cc, err := New(cfg, Cadence{}, WithObserver(rec))
+	cc, err := New(cfg, Cadence{}, withTestObserver(rec))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	session, err := cfg.CreateSession()
@@ -115,7 +115,7 @@ func TestNewsObserverWrapperKeepsTheOptionalInterfaces(t *testing.T) {
 	inner.mu.Unlock()
 
 	lags := &lagRecorder{lags: map[string]time.Duration{}}
-	dp, ok := Observer(newSessionCheck(lags, nil, nil)).(DataPathObserver)
+	dp, ok := observer(newSessionCheck(lags, nil, nil)).(dataPathObserver)
 	require.True(t, ok)
 	dp.DataPathLag(Endpoint{Addr: "127.0.0.1:9042"}, time.Second)
 	got, ok := lags.get("127.0.0.1:9042")

@@ -8,12 +8,8 @@ import (
 	"time"
 )
 
-// DefaultStaggerDelay is how long a dial may go unanswered before the next host is dialled too.
-const DefaultStaggerDelay = 200 * time.Millisecond
-
-// ErrLostRace is reported (to Observer.DialFinished) for a dial that was cancelled or closed
-// because another host of the same attempt answered first.
-var ErrLostRace = errors.New("controlconn: another host answered first")
+// defaultStaggerDelay is how long a dial may go unanswered before the next host is dialled too.
+const defaultStaggerDelay = 200 * time.Millisecond
 
 // DialError is the failure of one attempt: every dialled host failed.
 type DialError struct {

@@ -20,7 +20,7 @@ import (
 )
 
 // dialVia dials through d (an in-memory cluster, or a dialer in front of one) with cfg.
-func dialVia(d gocql.Dialer, cfg ConnConfig) func(context.Context, Endpoint) (*cqlconn.Conn, error) {
+func dialVia(d gocql.Dialer, cfg cqlconn.ConnConfig) func(context.Context, Endpoint) (*cqlconn.Conn, error) {
 	cfg.Dialer = d
 	return func(ctx context.Context, ep Endpoint) (*cqlconn.Conn, error) { return cqlconn.Dial(ctx, ep, cfg) }
 }
@@ -98,7 +98,7 @@ func TestStaggerTwoBlackholedHostsCostOneStaggerEach(t *testing.T) {
 		var res results
 		start := time.Now()
 		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil, nil,
-			200*time.Millisecond, dialVia(d, ConnConfig{HeartbeatInterval: -1}), res.record)
+			200*time.Millisecond, dialVia(d, cqlconn.ConnConfig{HeartbeatInterval: -1}), res.record)
 		require.NoError(t, err)
 		assert.Equal(t, 400*time.Millisecond, time.Since(start), "2 blackholed hosts x 200 ms stagger")
 		assert.Equal(t, "10.0.0.3:9042", c.Endpoint().Addr)
@@ -116,7 +116,7 @@ func TestStaggerFastFirstHostDialsOnlyOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newCluster(2)
 		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
-			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), nil)
+			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{HeartbeatInterval: -1}), nil)
 		require.NoError(t, err)
 		assert.Equal(t, []string{"10.0.0.1:9042"}, l.Dials())
 		require.NoError(t, c.Close())
@@ -133,7 +133,7 @@ func TestStaggerRefusedHostMovesOnAtOnce(t *testing.T) {
 		start := time.Now()
 		var res results
 		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil, nil,
-			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), res.record)
+			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{HeartbeatInterval: -1}), res.record)
 		require.NoError(t, err)
 		assert.Equal(t, time.Duration(0), time.Since(start))
 		assert.Equal(t, ClassRetryable, Classify(res.got["10.0.0.1:9042"]))
@@ -151,7 +151,7 @@ func TestStaggerExactlyOneSurvivesSimultaneousSuccess(t *testing.T) {
 		var res results
 		start := time.Now()
 		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
-			200*time.Millisecond, dialVia(d, ConnConfig{HeartbeatInterval: -1}), res.record)
+			200*time.Millisecond, dialVia(d, cqlconn.ConnConfig{HeartbeatInterval: -1}), res.record)
 		require.NoError(t, err)
 		assert.Equal(t, 200*time.Millisecond, time.Since(start))
 		synctest.Wait()
@@ -184,7 +184,7 @@ func TestStaggerContextCancelClosesAll(t *testing.T) {
 		time.AfterFunc(450*time.Millisecond, cancel)
 		start := time.Now()
 		c, err := staggerDial(ctx, eps("10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042"), nil, nil,
-			200*time.Millisecond, dialVia(d, ConnConfig{}), nil)
+			200*time.Millisecond, dialVia(d, cqlconn.ConnConfig{}), nil)
 		assert.Nil(t, c)
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, 450*time.Millisecond, time.Since(start))
@@ -205,7 +205,7 @@ func TestStaggerTailResolvedLater(t *testing.T) {
 		}
 		start := time.Now()
 		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042"), tail, nil,
-			200*time.Millisecond, dialVia(l, ConnConfig{HeartbeatInterval: -1}), nil)
+			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{HeartbeatInterval: -1}), nil)
 		require.NoError(t, err)
 		assert.Equal(t, time.Second, time.Since(start))
 		require.NoError(t, c.Close())
@@ -220,13 +220,13 @@ func TestStaggerAllFail(t *testing.T) {
 		l := startMem(t, cfg)
 		l.Node(0).Stop()
 		_, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
-			200*time.Millisecond, dialVia(l, ConnConfig{Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "bad"}}), nil)
+			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "bad"}}), nil)
 		var de *DialError
 		require.ErrorAs(t, err, &de)
 		assert.Len(t, de.Errs, 2)
 		assert.Equal(t, ClassAuth, Classify(err), "refused does not count; the host that answered rejected auth")
 
-		_, err = staggerDial(context.Background(), nil, nil, nil, 200*time.Millisecond, dialVia(l, ConnConfig{}), nil)
+		_, err = staggerDial(context.Background(), nil, nil, nil, 200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{}), nil)
 		assert.ErrorContains(t, err, "no host to dial")
 		assert.Equal(t, ClassRetryable, Classify(err))
 		require.NoError(t, l.Close())
@@ -256,7 +256,7 @@ func TestStaggerRealSocketsBlackholedHosts(t *testing.T) {
 	const stagger = 200 * time.Millisecond
 	d := &trackingDialer{d: &net.Dialer{}}
 	dial := func(ctx context.Context, ep Endpoint) (*cqlconn.Conn, error) {
-		return cqlconn.Dial(ctx, ep, ConnConfig{Dialer: d})
+		return cqlconn.Dial(ctx, ep, cqlconn.ConnConfig{Dialer: d})
 	}
 	start := time.Now()
 	c, err := staggerDial(context.Background(), eps(a1, a2, a3), nil, nil, stagger, dial, nil)

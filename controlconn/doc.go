@@ -39,50 +39,40 @@
 //
 // The exported identifiers, one line per type with its exported methods and fields (an alias
 // of an internal type lists the members it makes public); TestPublicSurfaceIsDocumented fails
-// when this list and the code differ. The wire connection (internal/cqlconn: Dial, Conn, the
-// handshake) and the host planner (internal/plan) are not part of it; Endpoint, ConnConfig,
-// ConnError, ErrorClass and ServerError are aliases of cqlconn's types, Resolver of plan's. The
-// dial governor's decision core (internal/dialgate) is not part of it either: Governor
-// configures it, GovernorStats counts its decisions.
+// when this list and the code differ, and when controlconn and metadata together print more
+// than 45 lines of go doc -short. It is what an application uses: New and its options, the
+// Cadence and Governor it configures, the Observer it hears through, Status, and the errors it
+// matches (errors.Is: the Err values; errors.As: ConnError, DialError, ServerError; Classify).
+// The wire connection (internal/cqlconn: Dial, Conn, the handshake, its configuration) and the
+// host planner (internal/plan) are not part of it; Endpoint, ConnError, ErrorClass and
+// ServerError are aliases of cqlconn's types. The dial governor's decision core
+// (internal/dialgate) is not part of it either: Governor configures it, GovernorStats counts its
+// decisions. WithDriver is for adapters of other drivers (the gocqlv2 module), with the types of
+// controlconn/adapter. What only this module's own code uses (a ControlConnection that installs
+// nothing, a chosen host-event queue, resolver or random source) is in internal/ccopt.
 //
-//	AllEvents
 //	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
 //		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay
 //		Validate WithDefaults
 //	ClassAuth ClassClosed ClassNone ClassProtocol ClassRetryable ClassTLS Classify
-//	Config: AddressTranslator Cadence Conn ContactPoints Port Validate
-//	ConfigFromGocql
-//	ConnConfig: AuthProvider Authenticator CQLVersion ConnectTimeout Dialer Events
-//		HeartbeatInterval HeartbeatTimeout HostDialer Keepalive Logger MaxFrameSize OnDroppedReply
-//		OnHeartbeat ProtoVersion TLS WriteTimeout
 //	ConnError: Addr Class Err Error ErrorClass Op Unwrap
 //	ControlConnection: AwaitSchemaAgreement Close GovernorStats Query ReconnectNow Refresh
-//		SkippedPeers Snapshot Start Status Subscribe WaitConnected
-//	DataObserver: PeersSkipped ReplyDropped
-//	DataPathObserver: DataPathLag
-//	DefaultConnectTimeout DefaultGovernorHostBackoff DefaultGovernorJitter
-//	DefaultGovernorMinInterval DefaultGovernorOutageShare DefaultHeartbeatInterval
-//	DefaultHeartbeatTimeout DefaultKeepalive DefaultMaxFrameSize DefaultMetadataRefreshInterval
-//	DefaultPort DefaultRequestTimeout DefaultStaggerDelay DefaultWriteTimeout
+//		Snapshot Start Status Subscribe WaitConnected
 //	DialError: Error ErrorClass Errs Unwrap
 //	DialGovernor: Stats
-//	DriverGate: Admit Done SetReconnectInterval
 //	Endpoint: Addr DC HostID Hostname String
-//	ErrClosed ErrConfigChanged ErrConflictingOptions ErrGoverned ErrHeartbeat ErrInvalidCadence
-//	ErrInvalidGovernor ErrLostRace
+//	ErrClosed ErrConfigChanged ErrGoverned ErrHeartbeat ErrInvalidConfig ErrLostRace
 //	ErrorClass: Permanent String
-//	GovernedReconnectInterval
 //	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
-//	GovernorObserver: GovernorDecided GovernorInterval
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
 //		SessionFirst
-//	IsServerError MinRefreshInterval New NewDialGovernor NewWithConfig NewWithListener
-//	NopObserver: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
-//	Observer: Connected DialFinished DialStarted Heartbeat Lost Refreshed ServerEvent
-//	Option ProtocolMaxFrameSize Resolver
+//	New NewDialGovernor
+//	Observer: Connected DataPathLag DialFinished DialStarted GovernorDecided GovernorInterval
+//		Heartbeat Lost PeersSkipped Refreshed ReplyDropped ServerEvent
+//	Option
 //	ServerError: Code Error Message
 //	Status: Attempts ConfigChanged ConnectedSince DataPathLag Host LastErr LastErrClass LastLoss
 //		LastLossAt NextAttemptAt Recovery SkippedPeers State Version
-//	WithConfigCheck WithDialGovernor WithDriverGate WithHostEvents WithLogger WithObserver
-//	WithQueueConfig WithReconnectObserver WithResolver WithSharedDialGovernor
+//	WithDialGovernor WithDriver WithLogger WithObserver WithQueueConfig WithReconnectObserver
+//	WithSharedDialGovernor
 package controlconn

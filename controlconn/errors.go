@@ -1,8 +1,32 @@
 package controlconn
 
 import (
+	"errors"
+
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
-	"github.com/datastax/go-cassandra-native-protocol/primitive"
+)
+
+// The errors a ControlConnection returns or reports, to match with errors.Is.
+var (
+	// ErrClosed is returned by operations on a closed ControlConnection.
+	ErrClosed = cqlconn.ErrClosed
+	// ErrInvalidConfig is wrapped by every error New returns for a configuration it cannot
+	// use: an invalid Cadence or Governor field (the error names it, "Cadence.StaggerDelay
+	// must be ..."), options that cannot be used together ("conflicting options: ..."), no
+	// contact points, a port or protocol version out of range.
+	ErrInvalidConfig = errors.New("controlconn: invalid configuration")
+	// ErrConfigChanged is wrapped by each of the warnings Start gives (and Status.ConfigChanged
+	// keeps) when something New installed on the driver's ClusterConfig was replaced after New.
+	ErrConfigChanged = errors.New("controlconn: ClusterConfig changed after New")
+	// ErrGoverned is wrapped by the error of every dial the governor refused. Nothing was sent
+	// to the host: no SYN, no handshake.
+	ErrGoverned = errors.New("controlconn: dial refused by the dial governor (nothing sent)")
+	// ErrHeartbeat is the cause recorded (Status.LastLoss, Observer.Lost) when a heartbeat got
+	// no answer within HeartbeatTimeout.
+	ErrHeartbeat = cqlconn.ErrHeartbeat
+	// ErrLostRace is reported (to Observer.DialFinished) for a dial that was cancelled or
+	// closed because another host of the same attempt answered first.
+	ErrLostRace = errors.New("controlconn: another host answered first")
 )
 
 // ErrorClass says what kind of failure an error is, which decides how fast it may be retried:
@@ -27,22 +51,14 @@ const (
 	ClassClosed = cqlconn.ClassClosed
 )
 
-// ErrClosed is returned by operations on a closed ControlConnection.
-var ErrClosed = cqlconn.ErrClosed
-
-// ErrHeartbeat is the cause recorded when a heartbeat got no answer within HeartbeatTimeout.
-var ErrHeartbeat = cqlconn.ErrHeartbeat
-
 // ConnError is an error of one connection to one host, with its class: Addr ("ip:port"), Op
 // ("dial", "tls", "handshake", "auth", "register", "heartbeat", "read", "write") and the
-// underlying Err.
+// underlying Err. Match it with errors.As.
 type ConnError = cqlconn.ConnError
 
-// ServerError is an ERROR response from the server: its Code and Message.
+// ServerError is an ERROR response from the server (to Query, or during a handshake): its
+// Code (primitive.ErrorCode) and Message. Match it with errors.As.
 type ServerError = cqlconn.ServerError
-
-// IsServerError reports whether err carries a server ERROR response with the given code.
-func IsServerError(err error, code primitive.ErrorCode) bool { return cqlconn.IsServerError(err, code) }
 
 // Classify returns the class of err. Errors that carry a class (ConnError, DialError, errors
 // wrapping them) keep it; otherwise it is derived from the error: TLS and certificate errors

@@ -2,11 +2,13 @@ package controlconn_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"time"
 
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
@@ -75,4 +77,38 @@ func Example() {
 	// Output:
 	// hosts: 3
 	// host_down of the stopped node: true
+}
+
+// An Observer sets the functions it wants; the others are not called. Errors are matched with
+// errors.Is (the Err values) and errors.As (ConnError, DialError, ServerError), and Classify
+// says how a failure is retried.
+func ExampleObserver() {
+	cluster := gocql.NewCluster("10.0.0.1", "10.0.0.2", "10.0.0.3")
+	obs := controlconn.Observer{
+		Connected: func(ep controlconn.Endpoint, v primitive.ProtocolVersion) {
+			log.Printf("control connection to %s (protocol v%d)", ep.Addr, v)
+		},
+		Lost: func(ep controlconn.Endpoint, err error, uptime time.Duration) {
+			switch {
+			case errors.Is(err, controlconn.ErrHeartbeat):
+				log.Printf("%s stopped answering after %v", ep.Addr, uptime)
+			case controlconn.Classify(err) == controlconn.ClassAuth:
+				log.Printf("%s rejected our credentials: retried at most once per DelayCap", ep.Addr)
+			default:
+				log.Printf("lost %s: %v", ep.Addr, err)
+			}
+		},
+	}
+	cc, err := controlconn.New(cluster, controlconn.Cadence{StaggerDelay: time.Minute}, controlconn.WithObserver(obs))
+	if errors.Is(err, controlconn.ErrInvalidConfig) {
+		log.Println(err) // names the field: "... Cadence.StaggerDelay (1m0s) must be shorter than ConnectTimeout (5s) ..."
+		return
+	}
+	defer func() { _ = cc.Close() }()
+
+	_, err = cc.Query(context.Background(), "SELECT release_version FROM system.local")
+	var se *controlconn.ServerError
+	if errors.As(err, &se) {
+		log.Printf("the server answered %v: %s", se.Code, se.Message)
+	}
 }

@@ -2,17 +2,16 @@ package controlconn
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
@@ -38,7 +37,7 @@ import (
 //
 //   - cfg.PoolConfig.HostSelectionPolicy: wrapped (hostevents.Install; gocql's default
 //     round-robin when nil) so that sessions push their host events to a queue New creates
-//     (see WithQueueConfig) and Close closes, unless WithHostEvents passes one.
+//     (see WithQueueConfig) and Close closes.
 //   - cfg.ConnectObserver: wrapped (the user's is called first) to learn the *gocql.HostInfo of
 //     every host gocql connects to, so that HostDialer and AuthProvider get gocql's own (with
 //     the hostname of a contact point given as a DNS name) for our dials too.
@@ -49,7 +48,7 @@ import (
 //     one, gocql's own dialing (Dialer, ConnectTimeout, SocketKeepalive, SslOpts).
 //   - cfg.ConvictionPolicy: wrapped (gocql's SimpleConvictionPolicy when nil) so that a refused
 //     dial never convicts a host.
-//   - cfg.ReconnectInterval: set to GovernedReconnectInterval if it is gocql's default (60 s).
+//   - cfg.ReconnectInterval: set to 250 ms if it is gocql's default (60 s).
 //
 // So set these before New, and create the sessions from cfg itself after it. The first Start
 // checks that cfg still holds what New installed and, for each of them replaced since (a
@@ -62,13 +61,19 @@ import (
 // then follows the blind schedule only: when the first connection is up and no session has
 // been created since New, a warning says so through the logger (WithLogger).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
-	c, err := ConfigFromGocql(cfg, cadence)
+	c, err := configFromGocql(cfg, cadence)
 	if err != nil {
 		return nil, err
 	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	switch {
+	case o.bare:
+		return newWithConfig(c, opts...)
+	case o.driver != nil:
+		return newForDriver(c, *o.driver, opts...)
 	}
 	var gov *dialGovernor
 	var gocqlDialer gocql.HostDialer
@@ -100,25 +105,40 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	governConviction(cfg)
 	inst.dialer, inst.conviction = gocqlDialer, cfg.ConvictionPolicy
 	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
-		cfg.ReconnectInterval = GovernedReconnectInterval
-		inst.interval = GovernedReconnectInterval
+		cfg.ReconnectInterval = governedReconnectInterval
+		inst.interval = governedReconnectInterval
 	}
 	return cc, nil
 }
 
-// NewWithListener is New for a driver configuration already translated into c: it builds the
-// ControlConnection with a host-event queue and calls install with that queue, so that the
-// caller can put the driver's listener on it (the gocqlv2 module does so for gocql v2). Unless
-// opts pass a queue (WithHostEvents), it creates one (WithQueueConfig) that Close closes.
-// install is called once, after the ControlConnection is built, and not at all on error.
+// newForDriver is New for a driver adapter (WithDriver): c is translated from the
+// driver's configuration, and nothing is installed on it. It builds the ControlConnection with
+// a host-event queue and calls d.Install with that queue, so that the adapter can put the
+// driver's listener on it (the gocqlv2 module does so for gocql v2). Unless opts pass a queue
+// (withHostEvents), it creates one (WithQueueConfig) that Close closes. d.Install is called
+// once, after the ControlConnection is built, and not at all on error.
 //
 // Unlike New it cannot tell whether a session was created after it (the order warning of New),
 // since only the driver's listener knows.
 //
-// With WithDialGovernor it returns ErrConflictingOptions: the driver's dials are not its to
-// govern. The gocqlv2 module's New, a driver adapter of this module, gets the governor through
-// an internal option.
-func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) (*ControlConnection, error) {
+// With WithDialGovernor it hands the governor to d.TakeGate, which governs the driver's dials;
+// without d.TakeGate it returns an error wrapping ErrInvalidConfig: the driver's dials are not
+// its to govern.
+func newForDriver(c config, d adapter.Driver, opts ...Option) (*ControlConnection, error) {
+	if d.WriteTimeout > 0 {
+		c.Conn.WriteTimeout = d.WriteTimeout
+	}
+	opts = slices.Clip(opts)
+	if d.TakeGate != nil {
+		opts = append(opts, withDriverGate(d.TakeGate))
+	}
+	if d.Check != nil {
+		opts = append(opts, withConfigCheck(d.Check))
+	}
+	install := d.Install
+	if install == nil {
+		install = func(*hostevents.Queue) {}
+	}
 	gov, take, err := adapterGovernor(&c, opts)
 	if err != nil {
 		return nil, err
@@ -135,11 +155,11 @@ func NewWithListener(c Config, install func(*hostevents.Queue), opts ...Option) 
 	return cc, nil
 }
 
-// newWithListener is NewWithListener; a non-nil inst (New's) adds New's checks: the
+// newWithListener is newForDriver; a non-nil inst (New's) adds New's checks: the
 // session-order warning, which counts the sessions that initialised a policy wrapped by
 // hostevents.Install, and Start's check that the ClusterConfig still holds what New installed
 // (install and New record it in inst).
-func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queue), inst *gocqlInstalled, opts ...Option) (*ControlConnection, error) {
+func newWithListener(c config, install func(*ControlConnection, *hostevents.Queue), inst *gocqlInstalled, opts ...Option) (*ControlConnection, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -159,11 +179,15 @@ func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queu
 	}
 	if inst != nil {
 		// Last, so that it wraps the observer the caller passed.
-		sc := newSessionCheck(o.observer, o.queue, o.logger)
+		var inner observer = observerOf(o.observer)
+		if o.inner != nil {
+			inner = o.inner
+		}
+		sc := newSessionCheck(inner, o.queue, o.logger)
 		sc.inst = inst
-		opts = append(opts, WithObserver(sc), WithConfigCheck(sc.checkConfig))
+		opts = append(opts, withInnerObserver(sc), withConfigCheck(sc.checkConfig))
 	}
-	cc, err := NewWithConfig(c, opts...)
+	cc, err := newWithConfig(c, opts...)
 	if err != nil {
 		if own {
 			_ = o.queue.Close()
@@ -175,21 +199,21 @@ func newWithListener(c Config, install func(*ControlConnection, *hostevents.Queu
 	return cc, nil
 }
 
-// ConfigFromGocql translates the connection settings of a gocql.ClusterConfig (see New) into
-// a Config with the given cadence. It does not modify cfg.
-func ConfigFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (Config, error) {
+// configFromGocql translates the connection settings of a gocql.ClusterConfig (see New) into
+// a config with the given cadence. It does not modify cfg.
+func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (config, error) {
 	if cfg == nil {
-		return Config{}, errors.New("controlconn: nil gocql.ClusterConfig")
+		return config{}, errors.New("controlconn: nil gocql.ClusterConfig")
 	}
 	if cfg.Authenticator != nil && cfg.AuthProvider != nil {
-		return Config{}, errors.New("controlconn: gocql config sets both Authenticator and AuthProvider")
+		return config{}, errors.New("controlconn: gocql config sets both Authenticator and AuthProvider")
 	}
-	c := Config{
+	c := config{
 		ContactPoints:     append([]string(nil), cfg.Hosts...),
 		Port:              cfg.Port,
 		AddressTranslator: cfg.AddressTranslator,
 		Cadence:           cadence,
-		Conn: ConnConfig{
+		Conn: cqlconn.ConnConfig{
 			ProtoVersion:  cfg.ProtoVersion,
 			CQLVersion:    cfg.CQLVersion,
 			Authenticator: cfg.Authenticator,
@@ -207,63 +231,26 @@ func ConfigFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (Config, error) 
 	if cfg.HostDialer == nil && cfg.SslOpts != nil {
 		tc, err := tlsConfig(cfg.SslOpts)
 		if err != nil {
-			return Config{}, err
+			return config{}, err
 		}
 		c.Conn.TLS = tc
 	}
 	return c, c.Validate()
 }
 
-// tlsConfig follows gocql v1.7.0's setupTLSConfig:
-//
-//	Config.InsecureSkipVerify | EnableHostVerification | Result
-//	Config is nil             | false                  | do not verify host
-//	Config is nil             | true                   | verify host
-//	false                     | false                  | verify host
-//	true                      | false                  | do not verify host
-//	false                     | true                   | verify host
-//	true                      | true                   | verify host
-func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
-	var tc *tls.Config
-	if o.Config == nil {
-		tc = &tls.Config{InsecureSkipVerify: !o.EnableHostVerification}
-	} else {
-		tc = o.Config.Clone()
-	}
-	if tc.InsecureSkipVerify && o.EnableHostVerification {
-		tc.InsecureSkipVerify = false
-	}
-	if o.CaPath != "" {
-		if tc.RootCAs == nil {
-			tc.RootCAs = x509.NewCertPool()
-		}
-		pem, err := os.ReadFile(o.CaPath)
-		if err != nil {
-			return nil, fmt.Errorf("controlconn: unable to open CA certs: %w", err)
-		}
-		if !tc.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, errors.New("controlconn: failed parsing CA certs")
-		}
-	}
-	if o.CertPath != "" || o.KeyPath != "" {
-		cert, err := tls.LoadX509KeyPair(o.CertPath, o.KeyPath)
-		if err != nil {
-			return nil, fmt.Errorf("controlconn: unable to load X509 key pair: %w", err)
-		}
-		tc.Certificates = append(tc.Certificates, cert)
-	}
-	return tc, nil
-}
+// tlsConfig is gocql v1.7.0's TLS configuration from o (adapter.TLSConfig, shared with the
+// gocqlv2 adapter).
+func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) { return adapter.TLSConfig(o) }
 
 // sessionCheck holds New's checks of the order of things. As the Observer New installs around
 // the caller's, at the first connection it warns, once, when no gocql session has initialised
 // the listener New installed, which is what calling New after CreateSession looks like (gocql
 // copies the configuration into the session, so the wrapped policy never reaches it). Its
-// checkConfig, Start's configuration check (WithConfigCheck), finds what was replaced on the
+// checkConfig, Start's configuration check (withConfigCheck), finds what was replaced on the
 // ClusterConfig after New.
 type sessionCheck struct {
-	Observer
-	data  DataObserver // the inner observer's, so that wrapping it keeps them
+	observer
+	data  dataObserver // the inner observer's, so that wrapping it keeps them
 	queue *hostevents.Queue
 	log   *slog.Logger
 	once  sync.Once
@@ -323,18 +310,18 @@ func (s *sessionCheck) checkConfig() error {
 const errSessionFirst = "controlconn: no gocql session has been created from this ClusterConfig since controlconn.New; " +
 	"a session created before New never reports its host events, so recovery follows the blind schedule only: call New before CreateSession"
 
-func newSessionCheck(inner Observer, q *hostevents.Queue, log *slog.Logger) *sessionCheck {
+func newSessionCheck(inner observer, q *hostevents.Queue, log *slog.Logger) *sessionCheck {
 	if inner == nil {
-		inner = NopObserver{}
+		inner = observerOf(nil)
 	}
 	if log == nil {
 		log = discardLogger
 	}
-	return &sessionCheck{Observer: inner, data: dataObserver(inner), queue: q, log: log}
+	return &sessionCheck{observer: inner, data: asDataObserver(inner), queue: q, log: log}
 }
 
 func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
-	s.Observer.Connected(ep, v)
+	s.observer.Connected(ep, v)
 	s.once.Do(func() {
 		if s.queue.Sessions() == 0 {
 			s.log.Warn(errSessionFirst)
@@ -342,13 +329,13 @@ func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
 	})
 }
 
-// PeersSkipped and ReplyDropped forward to the inner observer's DataObserver, if it has one.
+// PeersSkipped and ReplyDropped forward to the inner observer's dataObserver, if it has one.
 func (s *sessionCheck) PeersSkipped(skipped []metadata.SkippedPeer) { s.data.PeersSkipped(skipped) }
 func (s *sessionCheck) ReplyDropped(ep Endpoint)                    { s.data.ReplyDropped(ep) }
 
-// DataPathLag forwards to the inner observer if it is a DataPathObserver.
+// DataPathLag forwards to the inner observer if it is a dataPathObserver.
 func (s *sessionCheck) DataPathLag(ep Endpoint, lag time.Duration) {
-	if d, ok := s.Observer.(DataPathObserver); ok {
+	if d, ok := s.observer.(dataPathObserver); ok {
 		d.DataPathLag(ep, lag)
 	}
 }

@@ -9,18 +9,11 @@ import (
 
 // Defaults of Governor fields.
 const (
-	DefaultGovernorMinInterval = time.Second
-	DefaultGovernorOutageShare = 1.0 / 36
-	DefaultGovernorJitter      = 0.2
-	DefaultGovernorHostBackoff = time.Second
+	defaultGovernorMinInterval = time.Second
+	defaultGovernorOutageShare = 1.0 / 36
+	defaultGovernorJitter      = 0.2
+	defaultGovernorHostBackoff = time.Second
 )
-
-// ErrGoverned is wrapped by the error of every dial the governor refused. Nothing was sent to
-// the host: no SYN, no handshake.
-var ErrGoverned = errors.New("controlconn: dial refused by the dial governor (nothing sent)")
-
-// ErrInvalidGovernor is wrapped by every Governor validation error.
-var ErrInvalidGovernor = errors.New("controlconn: invalid governor")
 
 // Governor configures the dial governor that WithDialGovernor (or NewDialGovernor with
 // WithSharedDialGovernor) installs on gocql's ClusterConfig. Every dial of the process,
@@ -79,10 +72,10 @@ type Governor struct {
 // becomes delayCap (the Cadence's DelayCap; reconnect's default when zero).
 func (g Governor) WithDefaults(delayCap time.Duration) Governor {
 	if g.MinInterval == 0 {
-		g.MinInterval = DefaultGovernorMinInterval
+		g.MinInterval = defaultGovernorMinInterval
 	}
 	if g.OutageShare == 0 {
-		g.OutageShare = DefaultGovernorOutageShare
+		g.OutageShare = defaultGovernorOutageShare
 	}
 	if g.MaxInterval == 0 {
 		g.MaxInterval = delayCap
@@ -91,20 +84,20 @@ func (g Governor) WithDefaults(delayCap time.Duration) Governor {
 		}
 	}
 	if g.Jitter == 0 {
-		g.Jitter = DefaultGovernorJitter
+		g.Jitter = defaultGovernorJitter
 	}
 	if g.HostBackoff == 0 {
-		g.HostBackoff = DefaultGovernorHostBackoff
+		g.HostBackoff = defaultGovernorHostBackoff
 	}
 	return g
 }
 
 // Validate reports every invalid field (zero fields are valid: they mean the default). All
-// errors wrap ErrInvalidGovernor.
+// errors wrap ErrInvalidConfig.
 func (g Governor) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidGovernor}, args...)...))
+		errs = append(errs, fmt.Errorf("%w: Governor."+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	if g.MinInterval < 0 {
 		bad("MinInterval must be positive (or zero for the default 1s), got %v", g.MinInterval)
@@ -151,7 +144,7 @@ func (d *DialGovernor) Stats() GovernorStats { return d.g.Stats() }
 // WithSharedDialGovernor is WithDialGovernor with a governor shared by every ControlConnection
 // built with it (see DialGovernor): New (and gocqlv2.New) install it on their driver config as
 // WithDialGovernor does, each with the config's own dialer and reconnect interval. With
-// WithDialGovernor, or with a nil governor, it is ErrConflictingOptions.
+// WithDialGovernor, or with a nil governor, it is an error wrapping ErrInvalidConfig.
 //
 // What is governed: the dials of this ControlConnection, and of every session created from the
 // config passed to New after New returns (New sets its HostDialer). What is not: a session
@@ -170,10 +163,10 @@ func WithSharedDialGovernor(g *DialGovernor) Option {
 func (o *options) dialGovernor(delayCap time.Duration) (*dialGovernor, error) {
 	switch {
 	case o.governor != nil && o.shared != nil:
-		return nil, fmt.Errorf("%w: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrConflictingOptions)
+		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrInvalidConfig)
 	case o.shared != nil:
 		if o.shared.g == nil {
-			return nil, fmt.Errorf("%w: WithSharedDialGovernor needs a governor made by NewDialGovernor", ErrConflictingOptions)
+			return nil, fmt.Errorf("%w: conflicting options: WithSharedDialGovernor needs a governor made by NewDialGovernor", ErrInvalidConfig)
 		}
 		return o.shared.g, nil
 	case o.governor != nil:

@@ -1,6 +1,6 @@
 package controlconn
 
-// NewWithListener and the option (WithDriverGate) a driver adapter (gocqlv2) passes to get the
+// newForDriver and the option (withDriverGate) a driver adapter (gocqlv2) passes to get the
 // governor. Checked to fail with the evidence sink left unset (the connected dial did not reach
 // run), and with our own dials left ungoverned.
 
@@ -10,26 +10,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
-	c := Config{ContactPoints: []string{"127.0.0.1"}}
+func TestNewForDriverHandsTheGovernorToAnAdapter(t *testing.T) {
+	c := config{ContactPoints: []string{"127.0.0.1"}}
 	installed := 0
 	install := func(*hostevents.Queue) { installed++ }
 
-	// Without the adapter's option, NewWithListener cannot install WithDialGovernor: an
+	// Without the adapter's option, newForDriver cannot install WithDialGovernor: an
 	// error, not a governor silently dropped (issue 18, defect 8).
-	_, err := NewWithListener(c, install, WithDialGovernor(Governor{}))
-	assert.ErrorIs(t, err, ErrConflictingOptions)
+	_, err := newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{}))
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Zero(t, installed, "nothing installed")
 
 	// Without WithDialGovernor, the adapter gets nothing.
-	var gates []DriverGate
-	take := WithDriverGate(func(g DriverGate) { gates = append(gates, g) })
-	cc2, err := NewWithListener(c, install, take)
+	var gates []adapter.Gate
+	take := withDriverGate(func(g adapter.Gate) { gates = append(gates, g) })
+	cc2, err := newForDriver(c, adapter.Driver{Install: install}, take)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.Empty(t, gates)
@@ -37,14 +38,14 @@ func TestNewWithListenerHandsTheGovernorToAnAdapter(t *testing.T) {
 
 	// An invalid Governor: an error, nothing handed over, nothing installed.
 	before := installed
-	_, err = NewWithListener(c, install, WithDialGovernor(Governor{Jitter: 2}), take)
-	assert.ErrorIs(t, err, ErrInvalidGovernor)
+	_, err = newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{Jitter: 2}), take)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Empty(t, gates)
 	assert.Equal(t, before, installed)
 
 	// Both: the adapter gets the governor once; ours dials through the same one; a driver
 	// dial that connects while ours is down is evidence that reaches run.
-	cc3, err := NewWithListener(c, install, WithDialGovernor(Governor{}), take)
+	cc3, err := newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{}), take)
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	require.Len(t, gates, 1)

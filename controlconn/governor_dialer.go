@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -23,20 +24,15 @@ import (
 // with gocql v1.7.0's own semantics: the HostDialer if set; else the Dialer, or a net.Dialer
 // with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
 // config afterwards, and this ControlConnection's own dials, share one budget. gocqlv2.New (the
-// gocqlv2 module) does the same for gocql v2, with v2's semantics. NewWithConfig and
-// NewWithListener have no driver config to govern: they return ErrConflictingOptions.
+// gocqlv2 module) does the same for gocql v2, with v2's semantics. newWithConfig and
+// newForDriver have no driver config to govern: they return an error wrapping ErrInvalidConfig.
 func WithDialGovernor(g Governor) Option {
 	return func(o *options) { o.governor = &g }
 }
 
-// GovernedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
-// the config has gocql's default, 60 s (a user who wants exactly 60 s sets 60 s + 1 ns).
-// gocql refills the pool of a host it marked down only on an UP event its own control
-// connection receives or on this tick; with the governor, a 250 ms tick costs no storm (a
-// known-down host still gets one real dial per backoff; a refusal sends nothing) and a host's
-// pool comes back within about a quarter of a second of the governor opening it. After Close
-// the governor holds a down host to one real dial per the interval the user configured.
-const GovernedReconnectInterval = 250 * time.Millisecond
+// governedReconnectInterval is the gocql ReconnectInterval New sets with WithDialGovernor when
+// the config has gocql's default (see adapter.GovernedReconnectInterval, shared with gocqlv2).
+const governedReconnectInterval = adapter.GovernedReconnectInterval
 
 // gocqlDefaultReconnectInterval is gocql.NewCluster's ReconnectInterval.
 const gocqlDefaultReconnectInterval = 60 * time.Second
@@ -72,8 +68,8 @@ type dialGovernor struct {
 	firstN atomic.Int64                               // a session's first connection, not governed
 	evidN  atomic.Int64                               // evidence delivered
 
-	observers atomic.Pointer[[]GovernorObserver] // the members' observers (copy on write, under mu)
-	interval  atomic.Int64                       // the budget's interval last reported to them
+	observers atomic.Pointer[[]govObserver] // the members' observers (copy on write, under mu)
+	interval  atomic.Int64                  // the budget's interval last reported to them
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -93,7 +89,7 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 type govMember struct {
 	g        *dialGovernor
 	evidence func(addr string)           // the member's sink: must not block
-	obs      GovernorObserver            // the member's observer; nil: none
+	obs      govObserver                 // the member's observer; nil: none
 	up       bool                        // guarded by g.mu
 	left     bool                        // closed; guarded by g.mu
 	known    map[netip.AddrPort]struct{} // the hosts of the member's latest metadata (Known); guarded by g.mu
@@ -101,7 +97,7 @@ type govMember struct {
 
 // join makes a new member of g with the given evidence sink (nil: none); a governor whose
 // members had all closed governs again.
-func (g *dialGovernor) join(evidence func(addr string), obs GovernorObserver) *govMember {
+func (g *dialGovernor) join(evidence func(addr string), obs govObserver) *govMember {
 	m := &govMember{g: g, evidence: evidence, obs: obs}
 	g.mu.Lock()
 	g.members[m] = struct{}{}
@@ -486,10 +482,10 @@ func (p *plainHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*
 	return gocql.WrapTLS(ctx, conn, host.HostnameAndPort(), p.tls)
 }
 
-// installGovernor wires g into the gocql config and into ours (c, before NewWithConfig):
+// installGovernor wires g into the gocql config and into ours (c, before newWithConfig):
 // gocql's dials go through inner governed; ours through the user's HostDialer governed, or
 // through the user's Dialer (or ours) governed, with our own TLS after it.
-func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *Config) (gocqlDialer gocql.HostDialer, err error) {
+func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *config) (gocqlDialer gocql.HostDialer, err error) {
 	inner, err := gocqlHostDialer(cfg)
 	if err != nil {
 		return nil, err
@@ -529,7 +525,7 @@ func governConviction(cfg *gocql.ClusterConfig) {
 
 // governOwnDials makes the dials of c's own connection go through g: the user's HostDialer
 // governed, or the user's Dialer (or ours) governed with our own TLS after it.
-func governOwnDials(g *dialGovernor, c *Config) {
+func governOwnDials(g *dialGovernor, c *config) {
 	if c.Conn.HostDialer != nil {
 		c.Conn.HostDialer = &governedHostDialer{g: g, inner: c.Conn.HostDialer, own: true}
 	} else {
@@ -537,7 +533,7 @@ func governOwnDials(g *dialGovernor, c *Config) {
 		if d == nil {
 			keepalive := c.Conn.Keepalive
 			if keepalive == 0 {
-				keepalive = DefaultKeepalive
+				keepalive = defaultKeepalive
 			}
 			d = &net.Dialer{KeepAlive: keepalive}
 		}

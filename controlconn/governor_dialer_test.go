@@ -244,7 +244,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 
 	cfg = gocql.NewCluster("127.0.0.1")
 	_, err = New(cfg, Cadence{}, WithDialGovernor(Governor{Jitter: 2}))
-	assert.ErrorIs(t, err, ErrInvalidGovernor)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Nil(t, cfg.HostDialer, "a rejected config is left alone")
 
 	cc3, err := New(cfg, Cadence{})

@@ -101,7 +101,7 @@ func TestGovernedRefusalDoesNotHoldGocqlsReconnectLoop(t *testing.T) {
 		cc, err := New(cfg, Cadence{}, WithDialGovernor(Governor{}))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
-		require.Equal(t, GovernedReconnectInterval, cfg.ReconnectInterval)
+		require.Equal(t, governedReconnectInterval, cfg.ReconnectInterval)
 		session, err := cfg.CreateSession()
 		require.NoError(t, err)
 		defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)

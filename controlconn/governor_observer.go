@@ -4,19 +4,11 @@ import (
 	"time"
 )
 
-// GovernorObserver is implemented by an Observer (WithObserver) that also wants the dial
-// governor's decisions and its budget's interval (metrics.Collectors does). Its methods are
-// called on the dialling goroutine, gocql's included, outside the governor's lock: they must
-// not block. With a governor shared by several ControlConnections (WithSharedDialGovernor),
-// each one's observer gets every decision of the governor.
-type GovernorObserver interface {
-	// GovernorDecided is called once per dial the governor decided on, with its verdict:
-	// "pass", "host_slot", "budget" or "session_first" (made), "host_backoff" or "no_budget"
-	// (refused: nothing sent); and once per dial that was evidence, with "evidence".
+// govObserver is the part of an observer that wants the dial governor's decisions and its
+// budget's interval (Observer.GovernorDecided, Observer.GovernorInterval). Its methods are
+// called on the dialling goroutine, gocql's included, outside the governor's lock.
+type govObserver interface {
 	GovernorDecided(verdict string)
-	// GovernorInterval is called with the budget's interval between real dials when it
-	// changes: 0 while the budget does not apply (our connection up, or the cluster known
-	// reachable).
 	GovernorInterval(d time.Duration)
 }
 
@@ -26,12 +18,16 @@ const (
 	governorEvidence     = "evidence"
 )
 
-// governorObserver is obs as a GovernorObserver (looking through New's session check), or nil.
-func governorObserver(obs Observer) GovernorObserver {
+// governorObserver is obs as a govObserver (looking through New's session check), or nil
+// when it observes nothing of the governor.
+func governorObserver(obs observer) govObserver {
 	if s, ok := obs.(*sessionCheck); ok {
-		obs = s.Observer
+		obs = s.observer
 	}
-	if g, ok := obs.(GovernorObserver); ok {
+	if f, ok := obs.(*funcObserver); ok && f.o.GovernorDecided == nil && f.o.GovernorInterval == nil {
+		return nil
+	}
+	if g, ok := obs.(govObserver); ok {
 		return g
 	}
 	return nil
@@ -69,7 +65,7 @@ func (g *dialGovernor) budgetInterval(now time.Time) time.Duration {
 
 // republishObservers rebuilds the observers of g's members (g.mu held; join and Close).
 func (g *dialGovernor) republishObservers() {
-	var obs []GovernorObserver
+	var obs []govObserver
 	for m := range g.members {
 		if m.obs != nil {
 			obs = append(obs, m.obs)

@@ -10,21 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// govObserver records what a GovernorObserver is told.
-type govObserver struct {
-	NopObserver
+// govRecorder records what a governor observer is told.
+type govRecorder struct {
+	nopObserver
 	mu        sync.Mutex
 	verdicts  map[string]int
 	intervals []time.Duration
 }
 
-func (o *govObserver) GovernorDecided(v string) {
+func (o *govRecorder) GovernorDecided(v string) {
 	o.mu.Lock()
 	o.verdicts[v]++
 	o.mu.Unlock()
 }
 
-func (o *govObserver) GovernorInterval(d time.Duration) {
+func (o *govRecorder) GovernorInterval(d time.Duration) {
 	o.mu.Lock()
 	o.intervals = append(o.intervals, d)
 	o.mu.Unlock()
@@ -34,7 +34,7 @@ func (o *govObserver) GovernorInterval(d time.Duration) {
 // verdict, evidence, and the interval when it changes (1 s once the budget applies, 0 once
 // ours is back).
 func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
-	obs := &govObserver{verdicts: map[string]int{}}
+	obs := &govRecorder{verdicts: map[string]int{}}
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
 	m := g.join(nil, governorObserver(newSessionCheck(obs, nil, nil)))

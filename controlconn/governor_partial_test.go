@@ -83,7 +83,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 		}
 	})
 	wg.Go(func() { // gocql's pools: the returning host's pool is what the data path needs
-		time.Sleep(poolPhase % GovernedReconnectInterval)
+		time.Sleep(poolPhase % governedReconnectInterval)
 		for {
 			for i, h := range hosts {
 				if _, err := gocqlDialer.DialHost(ctx, h); err == nil && i == back {
@@ -91,7 +91,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 					return
 				}
 			}
-			time.Sleep(GovernedReconnectInterval)
+			time.Sleep(governedReconnectInterval)
 		}
 	})
 	wg.Go(func() { // ours

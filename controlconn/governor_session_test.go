@@ -126,7 +126,7 @@ func TestGovernedSessionAfterCloseDialsAtUsersInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := startGovernedSession(t)
 		defer g.close()
-		require.Equal(t, GovernedReconnectInterval, g.cfg.ReconnectInterval)
+		require.Equal(t, governedReconnectInterval, g.cfg.ReconnectInterval)
 		g.sim.Nodes()[1].Stop()
 		time.Sleep(3 * time.Second) // gocql has marked it down
 		require.NoError(t, g.cc.Close())

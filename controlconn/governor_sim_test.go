@@ -2,7 +2,7 @@ package controlconn
 
 // Whole-client outages in virtual time (testing/synctest): a gocql-like client (a control
 // connection sweeping every host each second, and one pool per host redialling on each
-// ReconnectInterval tick, GovernedReconnectInterval governed and 1 s in the baseline) and ours
+// ReconnectInterval tick, governedReconnectInterval governed and 1 s in the baseline) and ours
 // (the default blind schedule, re-armed by dial evidence, probing the host it was lost from
 // once back, as the reconciliation probes do) dial through one governor, against a fake network that refuses every dial until
 // the cluster is ready. The same clients without the governor are the baseline.
@@ -99,7 +99,7 @@ func simulateOutage(t *testing.T, nodes int, outage, poolPhase time.Duration, go
 	// gocql's pools: one ticker (its own phase) redials every host that is still down.
 	tick := time.Second
 	if governed {
-		tick = GovernedReconnectInterval
+		tick = governedReconnectInterval
 	}
 	wg.Go(func() {
 		time.Sleep(poolPhase % tick)
@@ -180,7 +180,7 @@ func TestGovernorSixtySecondOutageVirtualTime(t *testing.T) {
 	worst := phasedOutages(t, 60*time.Second, func(t *testing.T, outage, phase time.Duration, r outageResult) {
 		assert.LessOrEqual(t, r.dials, int64(70), "outage %v: real dials", outage)
 		assert.LessOrEqual(t, r.oursBack, interval+gap, "outage %v, phase %v: ours back", outage, phase)
-		assert.LessOrEqual(t, r.poolsBack, interval+gap+probeSpread/2+GovernedReconnectInterval, "outage %v, phase %v: pools back", outage, phase)
+		assert.LessOrEqual(t, r.poolsBack, interval+gap+probeSpread/2+governedReconnectInterval, "outage %v, phase %v: pools back", outage, phase)
 	})
 	synctest.Test(t, func(t *testing.T) {
 		alone := simulateOutage(t, 3, 60*time.Second, 500*time.Millisecond, false)

@@ -38,9 +38,9 @@ func TestGovernorValidate(t *testing.T) {
 	} {
 		err = g.Validate()
 		require.Error(t, err, name)
-		assert.ErrorIs(t, err, ErrInvalidGovernor, name)
+		assert.ErrorIs(t, err, ErrInvalidConfig, name)
 		_, err = newDialGovernor(g, 0, nil, nil)
-		assert.ErrorIs(t, err, ErrInvalidGovernor, name)
+		assert.ErrorIs(t, err, ErrInvalidConfig, name)
 	}
 	err = Governor{Jitter: math.NaN(), HostBackoff: -1}.Validate()
 	assert.Contains(t, err.Error(), "Jitter")

@@ -21,7 +21,7 @@ func TestStartKeepsItsDeadlineAgainstHugeFrames(t *testing.T) {
 	s.Handshake = func(nc net.Conn, req *frame.Frame) {
 		_, _ = nc.Write(simtest.RawHeader(req.Header.StreamId, primitive.OpCodeSupported, 1<<31-1))
 	}
-	cc, err := NewWithConfig(Config{ContactPoints: []string{s.Addr()}, Cadence: Cadence{ConnectTimeout: 500 * time.Millisecond}})
+	cc, err := newWithConfig(config{ContactPoints: []string{s.Addr()}, Cadence: Cadence{ConnectTimeout: 500 * time.Millisecond}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -28,6 +28,8 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
@@ -36,8 +38,8 @@ func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 		defer func() { assert.NoError(t, c.Close()) }()
 		down := c.Node(1)
 		down.Stop()
-		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: c}}
-		cc, err := NewWithConfig(cfg, withRand(half))
+		cfg := config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: cqlconn.ConnConfig{Dialer: c}}
+		cc, err := newWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		sub, _, err := cc.Subscribe(16)
@@ -85,7 +87,7 @@ func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q))
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)
@@ -129,8 +131,8 @@ func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 		defer func() { assert.NoError(t, c.Close()) }()
 		d := &tlsFailDialer{c: c}
 		d.fail.Store(c.Node(2).Addr()) // up, but its certificate does not verify
-		cfg := Config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: ConnConfig{Dialer: d}}
-		cc, err := NewWithConfig(cfg, withRand(half))
+		cfg := config{ContactPoints: []string{c.Node(0).IP().String()}, Conn: cqlconn.ConnConfig{Dialer: d}}
+		cc, err := newWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)

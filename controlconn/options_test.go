@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// WithQueueConfig configures the queue New creates; with WithHostEvents it used to be
+// WithQueueConfig configures the queue New creates; with withHostEvents it used to be
 // silently ignored, now it is an error.
 func TestQueueConfigWithHostEventsIsAnError(t *testing.T) {
 	q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, q.Close()) }()
 	qc := WithQueueConfig(hostevents.QueueConfig{Window: 10 * time.Millisecond})
-	_, err = New(gocql.NewCluster("127.0.0.1"), Cadence{}, WithHostEvents(q), qc)
-	assert.ErrorIs(t, err, ErrConflictingOptions)
-	_, err = NewWithConfig(Config{ContactPoints: []string{"127.0.0.1"}}, WithHostEvents(q), qc)
-	assert.ErrorIs(t, err, ErrConflictingOptions)
+	_, err = New(gocql.NewCluster("127.0.0.1"), Cadence{}, withHostEvents(q), qc)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = newWithConfig(config{ContactPoints: []string{"127.0.0.1"}}, withHostEvents(q), qc)
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 
 	cc, err := New(gocql.NewCluster("127.0.0.1"), Cadence{}, qc)
 	require.NoError(t, err, "alone, it configures New's queue")
@@ -29,11 +29,11 @@ func TestQueueConfigWithHostEventsIsAnError(t *testing.T) {
 	assert.ErrorIs(t, err, hostevents.ErrInvalidQueueConfig)
 }
 
-// WithDialGovernor governs a driver's dials; NewWithConfig has no driver config to install it
+// WithDialGovernor governs a driver's dials; newWithConfig has no driver config to install it
 // on, and used to drop it silently (the user believed the process governed): now an error.
-func TestDialGovernorWithNewWithConfigIsAnError(t *testing.T) {
-	_, err := NewWithConfig(Config{ContactPoints: []string{"127.0.0.1"}}, WithDialGovernor(Governor{}))
-	assert.ErrorIs(t, err, ErrConflictingOptions)
+func TestDialGovernorWithoutADriverIsAnError(t *testing.T) {
+	_, err := newWithConfig(config{ContactPoints: []string{"127.0.0.1"}}, WithDialGovernor(Governor{}))
+	assert.ErrorIs(t, err, ErrInvalidConfig)
 
 	cfg := gocql.NewCluster("127.0.0.1")
 	cc, err := New(cfg, Cadence{}, WithDialGovernor(Governor{}))

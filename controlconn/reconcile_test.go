@@ -14,6 +14,8 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 // Regressions these tests catch:
@@ -113,8 +115,8 @@ func TestEventDuringProbeWinsOverIt(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		g := &gate{c: c, held: map[string]chan struct{}{}}
-		cfg := Config{ContactPoints: c.ContactPoints(), Conn: ConnConfig{Dialer: g}}
-		cc, err := NewWithConfig(cfg, withRand(half))
+		cfg := config{ContactPoints: c.ContactPoints(), Conn: cqlconn.ConnConfig{Dialer: g}}
+		cc, err := newWithConfig(cfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)

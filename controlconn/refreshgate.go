@@ -2,10 +2,10 @@ package controlconn
 
 import "time"
 
-// MinRefreshInterval is the least time between the starts of two metadata refreshes that
+// minRefreshInterval is the least time between the starts of two metadata refreshes that
 // nobody waits for (server events, dropped or undecodable events, the periodic timer). One bad
 // event every 10 ms then costs one refresh a second, not a hundred.
-const MinRefreshInterval = time.Second
+const minRefreshInterval = time.Second
 
 // refreshGate spaces the refreshes nobody waits for. With the owner's own bookkeeping (one
 // refresh in flight, a dirty flag for one more) it makes refresh requests coalesce: any number

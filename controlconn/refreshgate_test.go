@@ -49,7 +49,7 @@ func TestRefreshGateSpacesStarts(t *testing.T) {
 
 // Issue 10, item 3. A STATUS_CHANGE about an unknown host every 10 ms for 2 s: each used to
 // start a full refresh as soon as the previous one ended (181 refreshes in 2 s measured against
-// a real socket). Now at most one starts per MinRefreshInterval, and a node added in the middle
+// a real socket). Now at most one starts per minRefreshInterval, and a node added in the middle
 // of the storm still reaches the snapshot and subscribers: no change is lost.
 func TestEventStormCoalescesRefreshes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestEventStormCoalescesRefreshes(t *testing.T) {
 		assert.LessOrEqual(t, refreshes, 2*3, "at most 3 refreshes a second")
 		assert.GreaterOrEqual(t, refreshes, 2, "the storm's requests are served, only spaced")
 
-		time.Sleep(MinRefreshInterval) // the last held-back refresh runs
+		time.Sleep(minRefreshInterval) // the last held-back refresh runs
 		synctest.Wait()
 		assert.Equal(t, metadata.StateUp, cc.Snapshot().State(added), "the node added during the storm is known")
 		got := false

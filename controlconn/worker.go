@@ -68,7 +68,7 @@ func (cc *ControlConnection) newOwner() *owner {
 		probeTimer:    time.NewTimer(time.Hour),
 		pendingStates: map[string]pendingState{},
 		probed:        make(chan probeResult),
-		gate:          newRefreshGate(MinRefreshInterval),
+		gate:          newRefreshGate(minRefreshInterval),
 	}
 	o.due.Stop()
 	o.periodic.Stop()

@@ -22,6 +22,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 // verdicts records every re-arm verdict and attempt start of the Recovery.
@@ -108,7 +110,7 @@ func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := testQueue(t)
 		cad := Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}, ConnectTimeout: 5 * time.Second}
-		c, cc := blackholedOutage(t, cad, WithHostEvents(q))
+		c, cc := blackholedOutage(t, cad, withHostEvents(q))
 		defer func() { assert.NoError(t, c.Close()) }()
 		defer func() { assert.NoError(t, cc.Close()) }()
 		time.Sleep(time.Second) // the first attempt is waiting for node 3
@@ -187,7 +189,7 @@ func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, WithHostEvents(q)) // the default cadence
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q)) // the default cadence
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		time.Sleep(11 * time.Second)
@@ -231,8 +233,8 @@ func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 		sim := startMem(t, v3)
 		defer func() { assert.NoError(t, sim.Close()) }()
 		node := slowDialer{c: sim, slow: map[string]time.Duration{"10.0.0.1:9042": 3 * time.Second}}
-		cfg := Config{ContactPoints: []string{"10.0.0.1"}, Conn: ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
-		cc, err := NewWithConfig(cfg)
+		cfg := config{ContactPoints: []string{"10.0.0.1"}, Conn: cqlconn.ConnConfig{Dialer: node}, Cadence: Cadence{ConnectTimeout: 5 * time.Second}}
+		cc, err := newWithConfig(cfg)
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 		start := time.Now()

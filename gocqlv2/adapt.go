@@ -11,7 +11,7 @@ import (
 	gocqlv1 "github.com/gocql/gocql"
 )
 
-// The control connection takes gocql v1's types (controlconn.ConnConfig); these adapters present
+// The control connection takes gocql v1's types (internal/cqlconn.ConnConfig, through a gocql v1 ClusterConfig); these adapters present
 // the user's v2 authenticator and dialers through them. They hold no state of their own and are
 // called from the control connection's attempt goroutines.
 
@@ -79,7 +79,7 @@ func (x v1HostDialer) DialHost(ctx context.Context, h1 *gocqlv1.HostInfo) (*gocq
 // it; gocql v2.1.2 names a host given as a DNS name by its IP address), the host ID. New chains it into cluster.ConnectObserver, after the observer the user
 // had: gocql v2 reports every connection it makes with its HostInfo. The same as
 // controlconn.New does for gocql v1. Safe for concurrent use; ObserveConnect never blocks. A nil
-// *hostInfos caches nothing (ConfigFromGocql, which does not modify the cluster).
+// *hostInfos caches nothing (translate, which does not modify the cluster).
 type hostInfos struct {
 	next  gocql.ConnectObserver // the user's observer, called first; may be nil
 	hosts sync.Map              // "ip:port" -> *gocql.HostInfo

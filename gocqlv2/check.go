@@ -11,7 +11,7 @@ import (
 )
 
 // installed is what New installed on a gocql v2 ClusterConfig, for the check the first Start
-// makes (controlconn.WithConfigCheck); nil and zero for what it did not install.
+// makes (adapter.Driver.Check); nil and zero for what it did not install.
 type installed struct {
 	cluster    *gocql.ClusterConfig
 	queue      *hostevents.Queue      // the listener's (Install)

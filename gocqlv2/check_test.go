@@ -17,7 +17,7 @@ import (
 // Start checks that the v2 ClusterConfig still holds what New installed: each field replaced
 // after New gives one warning naming it, kept in Status.ConfigChanged; an untouched config, or
 // the user's mux around New's listener, gives none. Checked to fail with the check removed
-// (New without WithConfigCheck).
+// (New without the driver option's Check).
 func TestStartWarnsOfV2ConfigChangedAfterNew(t *testing.T) {
 	cases := []struct {
 		name     string

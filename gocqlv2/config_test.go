@@ -1,7 +1,8 @@
 package gocqlv2
 
-// What ConfigFromGocql and New take from a gocql v2 ClusterConfig. Written with the code; each
-// assertion was checked to fail with the matching line of ConfigFromGocql or the adapters removed
+// What New takes from a gocql v2 ClusterConfig (translate, then controlconn.New's own
+// translation of the result). Written with the code; each assertion was checked to fail with
+// the matching line of the translation or the adapters removed
 // (AuthProvider precedence, WriteTimeout from Timeout, v5 pinned to v4, the nil next Authenticator).
 
 import (
@@ -14,13 +15,32 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	gocqlv1 "github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestConfigFromGocqlTranslates(t *testing.T) {
+// translated is what New gives controlconn.New for cluster: the gocql v1 configuration, the
+// driver's WriteTimeout, and the TLS configuration both sides dial with.
+type translated struct {
+	v1  *gocqlv1.ClusterConfig
+	d   adapter.Driver
+	TLS *tls.Config
+}
+
+func configFromGocql(cluster *gocql.ClusterConfig) (translated, error) {
+	if cluster == nil {
+		_, err := New(nil, controlconn.Cadence{})
+		return translated{}, err
+	}
+	v1, d := translate(cluster, nil)
+	tc, err := tlsFor(v1)
+	return translated{v1: v1, d: d, TLS: tc}, err
+}
+
+func TestTranslate(t *testing.T) {
 	cluster := gocql.NewCluster("10.0.0.1", "db.example:9043")
 	cluster.Port = 9999
 	cluster.CQLVersion = "3.4.4"
@@ -30,43 +50,42 @@ func TestConfigFromGocqlTranslates(t *testing.T) {
 	cluster.AddressTranslator = gocql.AddressTranslatorFunc(func(ip net.IP, port int) (net.IP, int) {
 		return net.IPv4(10, 1, 1, 1), port + 1
 	})
-	c, err := ConfigFromGocql(cluster, controlconn.Cadence{})
+	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"10.0.0.1", "db.example:9043"}, c.ContactPoints)
-	assert.Equal(t, 9999, c.Port)
-	assert.Equal(t, "3.4.4", c.Conn.CQLVersion)
-	assert.Equal(t, 3*time.Second, c.Cadence.ConnectTimeout, "gocql's ConnectTimeout when the cadence has none")
-	assert.Equal(t, 7*time.Second, c.Conn.Keepalive)
-	assert.Same(t, cluster.Dialer, c.Conn.Dialer)
-	ip, port := c.AddressTranslator.Translate(net.IPv4(192, 168, 0, 1), 9042)
+	assert.Equal(t, []string{"10.0.0.1", "db.example:9043"}, c.v1.Hosts)
+	assert.Equal(t, 9999, c.v1.Port)
+	assert.Equal(t, "3.4.4", c.v1.CQLVersion)
+	assert.Equal(t, 3*time.Second, c.v1.ConnectTimeout, "gocql's ConnectTimeout (controlconn.New's when the cadence has none)")
+	assert.Equal(t, 7*time.Second, c.v1.SocketKeepalive)
+	assert.Same(t, cluster.Dialer, c.v1.Dialer)
+	ip, port := c.v1.AddressTranslator.Translate(net.IPv4(192, 168, 0, 1), 9042)
 	assert.Equal(t, "10.1.1.1", ip.String())
 	assert.Equal(t, 9043, port)
-	assert.Equal(t, 11*time.Second, c.Conn.WriteTimeout, "gocql v2 bounds writes by Timeout without WriteTimeout")
-	assert.Nil(t, c.Conn.TLS)
-	assert.Nil(t, c.Conn.HostDialer)
-	assert.Nil(t, c.Conn.Authenticator)
+	assert.Equal(t, 11*time.Second, c.d.WriteTimeout, "gocql v2 bounds writes by Timeout without WriteTimeout")
+	assert.Nil(t, c.TLS)
+	assert.Nil(t, c.v1.HostDialer)
+	assert.Nil(t, c.v1.Authenticator)
 
 	cluster.WriteTimeout = 2 * time.Second
-	c, err = ConfigFromGocql(cluster, controlconn.Cadence{ConnectTimeout: time.Second})
+	c, err = configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Equal(t, 2*time.Second, c.Conn.WriteTimeout)
-	assert.Equal(t, time.Second, c.Cadence.ConnectTimeout, "the cadence's own ConnectTimeout wins")
+	assert.Equal(t, 2*time.Second, c.d.WriteTimeout)
 
 	for proto, want := range map[int]int{0: 0, 3: 3, 4: 4, 5: 4} {
 		cluster.ProtoVersion = proto
-		c, err = ConfigFromGocql(cluster, controlconn.Cadence{})
+		c, err = configFromGocql(cluster)
 		require.NoError(t, err)
-		assert.Equal(t, want, c.Conn.ProtoVersion, "ProtoVersion %d", proto)
+		assert.Equal(t, want, c.v1.ProtoVersion, "ProtoVersion %d", proto)
 	}
 
-	_, err = ConfigFromGocql(nil, controlconn.Cadence{})
+	_, err = configFromGocql(nil)
 	assert.Error(t, err)
-	_, err = ConfigFromGocql(gocql.NewCluster(), controlconn.Cadence{})
+	_, err = New(gocql.NewCluster(), controlconn.Cadence{})
 	assert.ErrorContains(t, err, "no contact points")
 }
 
 // The table of gocql v2's SslOptions documentation, row by row.
-func TestConfigFromGocqlTLSRules(t *testing.T) {
+func TestTranslateTLSRules(t *testing.T) {
 	cases := []struct {
 		config     *tls.Config
 		verifyHost bool
@@ -82,27 +101,27 @@ func TestConfigFromGocqlTLSRules(t *testing.T) {
 	for i, tc := range cases {
 		cluster := gocql.NewCluster("127.0.0.1")
 		cluster.SslOpts = &gocql.SslOptions{Config: tc.config, EnableHostVerification: tc.verifyHost}
-		c, err := ConfigFromGocql(cluster, controlconn.Cadence{})
+		c, err := configFromGocql(cluster)
 		require.NoError(t, err)
-		require.NotNil(t, c.Conn.TLS, "row %d", i)
-		assert.Equal(t, tc.wantSkip, c.Conn.TLS.InsecureSkipVerify, "row %d", i)
+		require.NotNil(t, c.TLS, "row %d", i)
+		assert.Equal(t, tc.wantSkip, c.TLS.InsecureSkipVerify, "row %d", i)
 		if tc.config != nil {
-			assert.NotSame(t, tc.config, c.Conn.TLS, "row %d: the user's tls.Config is cloned", i)
+			assert.NotSame(t, tc.config, c.TLS, "row %d: the user's tls.Config is cloned", i)
 		}
 	}
 	cluster := gocql.NewCluster("127.0.0.1")
 	cluster.SslOpts = &gocql.SslOptions{CaPath: "/nonexistent/ca.pem"}
-	_, err := ConfigFromGocql(cluster, controlconn.Cadence{})
+	_, err := configFromGocql(cluster)
 	assert.ErrorContains(t, err, "CA certs")
 
 	// With a HostDialer, gocql leaves TLS to it, and so does the control connection.
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.SslOpts = &gocql.SslOptions{}
 	cluster.HostDialer = &recordingDialer{}
-	c, err := ConfigFromGocql(cluster, controlconn.Cadence{})
+	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Nil(t, c.Conn.TLS)
-	assert.NotNil(t, c.Conn.HostDialer)
+	assert.Nil(t, c.TLS)
+	assert.NotNil(t, c.v1.HostDialer)
 }
 
 // twoStep is a v2 Authenticator with a second step, to show the chain is adapted at each step.
@@ -120,9 +139,9 @@ func (a twoStep) Success([]byte) error { return nil }
 func TestAuthenticatorAdapter(t *testing.T) {
 	cluster := gocql.NewCluster("127.0.0.1")
 	cluster.Authenticator = twoStep{}
-	c, err := ConfigFromGocql(cluster, controlconn.Cadence{})
+	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	resp, next, err := c.Conn.Authenticator.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
+	resp, next, err := c.v1.Authenticator.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(resp))
 	require.NotNil(t, next)
@@ -137,11 +156,11 @@ func TestAuthenticatorAdapter(t *testing.T) {
 		asked = h
 		return gocql.PasswordAuthenticator{Username: "u", Password: "p"}, nil
 	}
-	c, err = ConfigFromGocql(cluster, controlconn.Cadence{})
+	c, err = configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Nil(t, c.Conn.Authenticator)
-	require.NotNil(t, c.Conn.AuthProvider)
-	a, err := c.Conn.AuthProvider((&gocqlv1.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 9)))
+	assert.Nil(t, c.v1.Authenticator)
+	require.NotNil(t, c.v1.AuthProvider)
+	a, err := c.v1.AuthProvider((&gocqlv1.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 9)))
 	require.NoError(t, err)
 	resp, _, err = a.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
 	require.NoError(t, err)

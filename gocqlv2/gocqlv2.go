@@ -4,11 +4,13 @@
 package gocqlv2
 
 import (
+	"crypto/tls"
 	"errors"
 	"slices"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	gocqlv1 "github.com/gocql/gocql"
 )
@@ -27,13 +29,16 @@ const maxProtoVersion = 4
 //	session, err := cluster.CreateSession() // after New: the listener is in cluster now
 //	if err := cc.Start(ctx); err != nil { ... }
 //
-// The configuration is translated by ConfigFromGocql. New also sets cluster.ConnectObserver to one
+// From cluster it takes Hosts, Port, AddressTranslator, ProtoVersion (5 and above pin v4, the
+// greatest version the control connection speaks), CQLVersion, AuthProvider (else
+// Authenticator), HostDialer (else Dialer, SslOpts and SocketKeepalive), ConnectTimeout (when
+// the cadence has none) and WriteTimeout (else Timeout), with gocql v2's rules. New also sets cluster.ConnectObserver to one
 // that calls the observer already there first, and keeps the HostInfo gocql v2 built for each
 // address it connected to: the user's HostDialer and AuthProvider get gocql v2's own HostInfo
 // (hostname, host ID) for our dials too, as for its own, once a session has connected there. The listener goes into
 // cluster.Metadata.HostListener, next to any listener already there (a gocql.HostListenersMux
 // calls the user's first). The queue and the options are controlconn.New's: a queue is created
-// (controlconn.WithQueueConfig) and closed by Close, unless controlconn.WithHostEvents passes one.
+// (controlconn.WithQueueConfig) and closed by Close.
 //
 // With controlconn.WithDialGovernor it also governs every dial of the sessions created from
 // cluster afterwards, as controlconn.New does for gocql v1 (see controlconn.Governor): it sets
@@ -42,7 +47,7 @@ const maxProtoVersion = 4
 // SocketKeepalive; with TLS per SslOpts), shares one budget between those dials and the control
 // connection's own, wraps cluster.ConvictionPolicy so that a refused dial never convicts a host,
 // and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
-// controlconn.GovernedReconnectInterval (after Close, a down host gets one real dial per the
+// 250 ms (after Close, a down host gets one real dial per the
 // interval the user configured), and wraps cluster.Logger, if set, so that a refused dial logs
 // one line (gocql v2's Debug one), not two. controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping
@@ -59,16 +64,18 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 		return nil, errors.New("gocqlv2: nil gocql.ClusterConfig")
 	}
 	hosts := &hostInfos{next: cluster.ConnectObserver}
-	c, err := configFromGocql(cluster, cadence, hosts)
+	v1, d := translate(cluster, hosts)
+	tc, err := tlsFor(v1)
 	if err != nil {
 		return nil, err
 	}
-	var gate controlconn.DriverGate
-	take := controlconn.WithDriverGate(func(g controlconn.DriverGate) { gate = g })
-	inner := v2HostDialer(cluster, c.Conn.TLS) // before NewWithListener governs c's own dials
+	inner := v2HostDialer(cluster, tc) // what the governed dialer wraps, when governed
 	inst := &installed{cluster: cluster, observer: hosts}
-	cc, err := controlconn.NewWithListener(c, func(q *hostevents.Queue) { Install(cluster, q); inst.queue = q },
-		append(slices.Clip(opts), take, controlconn.WithConfigCheck(inst.check))...)
+	var gate adapter.Gate
+	d.Install = func(q *hostevents.Queue) { Install(cluster, q); inst.queue = q }
+	d.TakeGate = func(g adapter.Gate) { gate = g }
+	d.Check = inst.check
+	cc, err := controlconn.New(v1, cadence, append(slices.Clip(opts), controlconn.WithDriver(d))...)
 	if err != nil {
 		return nil, err
 	}
@@ -81,29 +88,31 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	return cc, nil
 }
 
-// ConfigFromGocql translates the connection settings of a gocql v2 ClusterConfig into a
-// controlconn.Config with the given cadence, following gocql v2's own rules. It does not modify
-// cluster.
+// tlsFor is the TLS configuration of v1 (translated by translate) by gocql's rules, as
+// controlconn.New derives it for its own dials and gocql v2 for its own: nil without SslOpts
+// or with a HostDialer (which does its own TLS).
+func tlsFor(v1 *gocqlv1.ClusterConfig) (*tls.Config, error) {
+	if v1.HostDialer != nil || v1.SslOpts == nil {
+		return nil, nil
+	}
+	return adapter.TLSConfig(v1.SslOpts)
+}
+
+// translate turns the connection settings of a gocql v2 ClusterConfig into the gocql v1
+// ClusterConfig that controlconn.New takes them from (it installs nothing on it:
+// controlconn.WithDriver says so), following gocql v2's own rules. It does not modify cluster. The HostDialer
+// and AuthProvider adapters take gocql v2's own HostInfos from hosts (may be nil).
 //
 //   - Hosts and Port; AddressTranslator.
 //   - ProtoVersion: 0 negotiates (v4 first); 3 and 4 are used as they are; 5 and above pin v4, the
 //     greatest version the control connection speaks (a v5 server speaks v4 too).
 //   - CQLVersion.
 //   - AuthProvider, else Authenticator (gocql v2 uses AuthProvider when both are set).
-//   - HostDialer; without it, Dialer and SslOpts (gocql v2's TLS rules, the same table as v1's:
-//     see controlconn.ConfigFromGocql) and SocketKeepalive.
-//   - ConnectTimeout, used when cadence.ConnectTimeout is zero; WriteTimeout, else Timeout, bounds
-//     one frame write, as gocql v2 does.
-func ConfigFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence) (controlconn.Config, error) {
-	return configFromGocql(cluster, cadence, nil)
-}
-
-// configFromGocql is ConfigFromGocql whose HostDialer and AuthProvider adapters take gocql v2's
-// own HostInfos from hosts (may be nil).
-func configFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, hosts *hostInfos) (controlconn.Config, error) {
-	if cluster == nil {
-		return controlconn.Config{}, errors.New("gocqlv2: nil gocql.ClusterConfig")
-	}
+//   - HostDialer; without it, Dialer and SslOpts (gocql v2's TLS rules, the same table as v1's,
+//     which controlconn.New applies) and SocketKeepalive.
+//   - ConnectTimeout, used when the cadence's ConnectTimeout is zero; WriteTimeout, else Timeout,
+//     bounds one frame write, as gocql v2 does (d.WriteTimeout).
+func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (*gocqlv1.ClusterConfig, adapter.Driver) {
 	v1 := &gocqlv1.ClusterConfig{
 		Hosts:           cluster.Hosts,
 		Port:            cluster.Port,
@@ -129,15 +138,12 @@ func configFromGocql(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, 
 		v1.SslOpts = &gocqlv1.SslOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
 			CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification}
 	}
-	c, err := controlconn.ConfigFromGocql(v1, cadence)
-	if err != nil {
-		return controlconn.Config{}, err
-	}
+	var d adapter.Driver
 	switch {
 	case cluster.WriteTimeout > 0:
-		c.Conn.WriteTimeout = cluster.WriteTimeout
+		d.WriteTimeout = cluster.WriteTimeout
 	case cluster.Timeout > 0:
-		c.Conn.WriteTimeout = cluster.Timeout
+		d.WriteTimeout = cluster.Timeout
 	}
-	return c, nil
+	return v1, d
 }

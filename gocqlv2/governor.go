@@ -12,6 +12,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
 // v2DefaultReconnectInterval is gocql v2's NewCluster ReconnectInterval.
@@ -19,9 +20,9 @@ const v2DefaultReconnectInterval = 60 * time.Second
 
 // governV2 puts the governor gate into cluster (New, after the ControlConnection is built): the
 // HostDialer becomes a governed one around what the user configured (inner), and gocql v2's
-// default reconnect tick becomes controlconn.GovernedReconnectInterval, as controlconn.New does
+// default reconnect tick becomes 250 ms (adapter.GovernedReconnectInterval), as controlconn.New does
 // for gocql v1.
-func governV2(cluster *gocql.ClusterConfig, gate controlconn.DriverGate, inner gocql.HostDialer) {
+func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostDialer) {
 	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
 	gate.SetReconnectInterval(cluster.ReconnectInterval)
 	conviction := cluster.ConvictionPolicy
@@ -33,14 +34,14 @@ func governV2(cluster *gocql.ClusterConfig, gate controlconn.DriverGate, inner g
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}
 	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
-		cluster.ReconnectInterval = controlconn.GovernedReconnectInterval
+		cluster.ReconnectInterval = adapter.GovernedReconnectInterval
 	}
 }
 
 // v2HostDialer is the HostDialer gocql v2.1.2 builds for cluster (connConfig in its
 // connectionpool.go): cluster.HostDialer if set; otherwise cluster.Dialer, or a net.Dialer with
 // ConnectTimeout and, when positive, SocketKeepalive; then TLS per SslOpts. tc is the config
-// ConfigFromGocql derived from SslOpts by gocql v2's rules (nil without SslOpts or with a
+// translate derived from SslOpts by gocql v2's rules (nil without SslOpts or with a
 // HostDialer); the dialer gets a clone of it, as gocql v2 clones the user's.
 func v2HostDialer(cluster *gocql.ClusterConfig, tc *tls.Config) gocql.HostDialer {
 	if cluster.HostDialer != nil {
@@ -88,7 +89,7 @@ func (p *plainDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocq
 // governor first (see controlconn.Governor). A refused dial fails at once with an error
 // wrapping controlconn.ErrGoverned and sends nothing.
 type governedDialer struct {
-	gate  controlconn.DriverGate
+	gate  adapter.Gate
 	inner gocql.HostDialer
 }
 

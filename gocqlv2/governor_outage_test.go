@@ -17,6 +17,7 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 	"github.com/stretchr/testify/assert"
@@ -103,7 +104,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 		controlconn.WithDialGovernor(controlconn.Governor{}), controlconn.WithReconnectObserver(rec))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
-	require.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval)
+	require.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
 	bounded.Close(t, "gocql v2 Session.Close (the governed session)", session.Close)

@@ -23,12 +23,13 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// fakeGate is a controlconn.DriverGate that refuses when told to and records what it was asked.
+// fakeGate is a adapter.Gate that refuses when told to and records what it was asked.
 type fakeGate struct {
 	first, refuse  bool
 	admits, dones  int
@@ -212,7 +213,7 @@ func TestNewWithDialGovernorV2(t *testing.T) {
 	gd, ok := cluster.HostDialer.(*governedDialer)
 	require.True(t, ok, "gocql v2's dials go through the governor")
 	assert.Same(t, user, gd.inner, "around the user's HostDialer")
-	assert.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 250 ms")
+	assert.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 250 ms")
 
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.ReconnectInterval = 5 * time.Second
@@ -224,7 +225,7 @@ func TestNewWithDialGovernorV2(t *testing.T) {
 
 	cluster = gocql.NewCluster("127.0.0.1")
 	_, err = New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Jitter: 2}))
-	assert.ErrorIs(t, err, controlconn.ErrInvalidGovernor)
+	assert.ErrorIs(t, err, controlconn.ErrInvalidConfig)
 	assert.Nil(t, cluster.HostDialer, "a rejected config is left alone")
 	assert.Nil(t, cluster.Metadata.HostListener.HostStateChangeListener)
 

@@ -152,7 +152,7 @@ func TestSessionFeedsTheQueue(t *testing.T) {
 
 // controlconn.New warns when no session was created after it, counting the sessions through the
 // v1 policy wrapper; a v2 session never goes through it, so the warning must not be given here.
-// Checked to fail with the warning applied to every NewWithListener (as first merged).
+// Checked to fail with the warning applied to every driver adapter (as first merged).
 func TestNoSessionOrderWarningForV2(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 1, BaseIP: "127.0.43.11"})
 	var buf syncBuffer

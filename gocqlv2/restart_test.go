@@ -56,7 +56,6 @@ func (r *recoveries) AttemptStarted(reconnect.Attempt) {
 }
 
 type dialObserver struct {
-	controlconn.NopObserver
 	r *recoveries
 }
 
@@ -153,7 +152,7 @@ func v2Restarts(t *testing.T, n int, withLongOutage bool) {
 	cluster.ReconnectInterval = time.Second
 	rec := &recoveries{}
 	cc := attach(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter},
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(dialObserver{r: rec}))
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(controlconn.Observer{DialStarted: dialObserver{r: rec}.DialStarted}))
 
 	var back []time.Duration
 	rearmed := 0

@@ -59,9 +59,9 @@ func TestAuthenticationRejectedThenAccepted(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{DelayCap: authDelayCap})
-	cfg.Conn.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "cassandra"}
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithLogger(logger),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cfg.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "cassandra"}
+	cc, err := newBlind(cfg, controlconn.WithLogger(logger),
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 

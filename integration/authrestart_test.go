@@ -39,7 +39,7 @@ func TestFullRestartWithAuthenticationBackAfterQuorum(t *testing.T) {
 	cluster.Authenticator = gocql.PasswordAuthenticator{Username: user, Password: pass}
 	rec := new(clientprobe.Recorder)
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 
 	var back realtime.Latencies
 	for i := range restarts {

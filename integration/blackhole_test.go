@@ -26,11 +26,12 @@ import (
 // Contract: recovery is delayed by at most one StaggerDelay per blackholed host, never by the
 // connect timeout (5 s here, 25 times the stagger).
 
-const (
-	blackholeStagger = controlconn.DefaultStaggerDelay
-	blackholeTimeout = controlconn.DefaultConnectTimeout
-	blackholeSlack   = 100 * time.Millisecond
+var (
+	blackholeStagger = controlconn.Cadence{}.WithDefaults().StaggerDelay   // the default
+	blackholeTimeout = controlconn.Cadence{}.WithDefaults().ConnectTimeout // the default
 )
+
+const blackholeSlack = 100 * time.Millisecond
 
 // First connection: with no metadata yet, the plan is the contact points in their configured
 // order, so listing the blackholed nodes first puts them first.
@@ -41,7 +42,7 @@ func TestBlackholedContactPointsFirst(t *testing.T) {
 	nodes[1].Blackhole(true)
 	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{StaggerDelay: blackholeStagger, ConnectTimeout: blackholeTimeout})
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 
@@ -72,7 +73,7 @@ func TestBlackholedHostsFirstOnRecovery(t *testing.T) {
 	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{StaggerDelay: blackholeStagger, ConnectTimeout: blackholeTimeout,
 		StableAfter: 500 * time.Millisecond})
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec),
+	cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()),
 		ccopt.WithRand[controlconn.Option](func() float64 { return 0.999999 }))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()

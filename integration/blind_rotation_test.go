@@ -24,6 +24,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gocql/gocql"
 )
 
 const rotationOutage = 20 * time.Second
@@ -73,9 +75,9 @@ func TestBlindPartialOutageFindsLiveHostsAtOnceVirtualTime(t *testing.T) {
 		require.NoError(t, err)
 		defer func() { require.NoError(t, sim.Close()) }()
 		rec := new(clientprobe.Recorder)
-		cfg := controlconn.Config{ContactPoints: hostsOf(sim.Nodes()), Port: sim.Port(),
-			Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{StableAfter: 10 * time.Second}}
-		cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec),
+		cfg := blindSetup{&gocql.ClusterConfig{Hosts: hostsOf(sim.Nodes()), Port: sim.Port(), Dialer: sim},
+			controlconn.Cadence{StableAfter: 10 * time.Second}}
+		cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()),
 			ccopt.WithRand[controlconn.Option](rand.New(rand.NewPCG(7, 7)).Float64))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -118,8 +120,8 @@ func TestBlindDialsDoNotGrowWithNodesRealSockets(t *testing.T) {
 				rec := new(clientprobe.Recorder)
 				counted := &clientprobe.Dialer{}
 				cfg := blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter})
-				cfg.Conn.Dialer = counted
-				cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec),
+				cfg.Dialer = counted
+				cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec),
 					ccopt.WithRand[controlconn.Option](rand.New(rand.NewPCG(3, 3)).Float64))
 				require.NoError(t, err)
 				defer func() { require.NoError(t, cc.Close()) }()

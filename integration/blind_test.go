@@ -25,6 +25,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gocql/gocql"
 )
 
 // No gocql attached: nothing but the blind schedule brings the control connection back.
@@ -46,8 +48,8 @@ func TestBlindShortOutages(t *testing.T) {
 	rec := new(clientprobe.Recorder)
 	// The default cadence, except StableAfter, so that each outage starts a fresh recovery
 	// without waiting the default 10 s between outages.
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter}),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(blindConfig(sim, controlconn.Cadence{StableAfter: blindStableAfter}),
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	startCC(t, cc, 10*time.Second)
@@ -115,9 +117,9 @@ func blindOutageInVirtualTime(t *testing.T, nodes int, outage time.Duration, see
 	}
 	rec := new(clientprobe.Recorder)
 	src := &lockedRand{next: rand.New(rand.NewPCG(seed, seed)).Float64}
-	cfg := controlconn.Config{ContactPoints: ips, Port: sim.Port(),
-		Conn: controlconn.ConnConfig{Dialer: sim}, Cadence: controlconn.Cadence{}} // the default cadence
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), ccopt.WithRand[controlconn.Option](src.Float64))
+	cfg := blindSetup{&gocql.ClusterConfig{Hosts: ips, Port: sim.Port(), Dialer: sim},
+		controlconn.Cadence{}} // the default cadence
+	cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec), ccopt.WithRand[controlconn.Option](src.Float64))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

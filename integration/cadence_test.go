@@ -29,6 +29,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 )
 
 // With a blackholed host in every plan the control connection is never later than DelayCap
@@ -83,7 +85,7 @@ func TestBlindLatenessWithABlackholedHostWithinDelayCap(t *testing.T) {
 		ConnectTimeout: cadenceTimeout,
 		StableAfter:    restartStableAfter,
 	}
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, cad), controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(blindConfig(sim, cad), controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	stopped := blackholedOutage(t, sim, cc)
@@ -128,8 +130,8 @@ func TestEvidenceDuringAnAttemptWithABlackholedHost(t *testing.T) {
 		ConnectTimeout: 3 * time.Second, // each attempt is held this long by the blackholed host
 		StableAfter:    restartStableAfter,
 	}
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, cad), controlconn.WithHostEvents(q),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(blindConfig(sim, cad), ccopt.WithHostEvents[controlconn.Option](q),
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	stopped := blackholedOutage(t, sim, cc)

@@ -143,8 +143,8 @@ func TestCloseDuringWait(t *testing.T) {
 	sim.StopAll()
 	res := baseline(t)
 	rec := new(clientprobe.Recorder)
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{}),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(blindConfig(sim, controlconn.Cadence{}),
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	startInBackground(t, cc)
 	realtime.Eventually(t, 2*time.Second, func() bool { return cc.Status().State == reconnect.StateScheduled },
@@ -162,8 +162,8 @@ func TestCloseDuringDialOfBlackholedHost(t *testing.T) {
 	sim.BlackholeAll(true)
 	res := baseline(t)
 	rec := new(clientprobe.Recorder)
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{ConnectTimeout: 5 * time.Second}),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(blindConfig(sim, controlconn.Cadence{ConnectTimeout: 5 * time.Second}),
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	startInBackground(t, cc)
 	// Both hosts are being dialled (the second after one stagger), neither connect completes.
@@ -234,8 +234,8 @@ func TestCloseDuringHandshakeWithSilentNode(t *testing.T) {
 	trap := &handshakeTrap{sim: sim, node: node}
 	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{ConnectTimeout: 5 * time.Second})
-	cfg.Conn.Dialer = trap
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cfg.Dialer = trap
+	cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	begin := time.Now()
 	startInBackground(t, cc)

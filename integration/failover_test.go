@@ -31,8 +31,8 @@ const (
 func TestControlNodeStopFailsOverWithinOneDial(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 5, GossipDelay: 200 * time.Millisecond, StopAnnounceDelay: 200 * time.Millisecond})
 	rec := new(clientprobe.Recorder)
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{StableAfter: failoverStable}),
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cc, err := newBlind(blindConfig(sim, controlconn.Cadence{StableAfter: failoverStable}),
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	startCC(t, cc, 10*time.Second)

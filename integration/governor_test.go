@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
@@ -35,7 +36,7 @@ const (
 	// outage/36.
 	governedBackWithin = 2500 * time.Millisecond
 	// dataPathBackWithin: a host's pool is refilled on gocql's reconnect tick
-	// (GovernedReconnectInterval, 250 ms) once the governor opens the host (at once when ours
+	// (adapter.GovernedReconnectInterval, 250 ms) once the governor opens the host (at once when ours
 	// is back, or on its own dial slot); the rest is margin for a shared machine. Longer
 	// outages add the budget interval's growth, outage/36, as for ours.
 	dataPathBackWithin = 2500 * time.Millisecond
@@ -48,7 +49,6 @@ const (
 // attemptDials counts the dials of our connection's attempts (an Observer: DialStarted), so
 // that the rest of ours's dials are its reconciliation probes.
 type attemptDials struct {
-	controlconn.NopObserver
 	clientprobe.Stamps
 }
 
@@ -82,7 +82,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	cluster.ReconnectInterval = 60 * time.Second
 	cluster.Dialer = p.dials
 	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
-	opts := []controlconn.Option{controlconn.WithObserver(p.attempt)}
+	opts := []controlconn.Option{controlconn.WithObserver(controlconn.Observer{DialStarted: p.attempt.DialStarted})}
 	if governed {
 		opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
 	}
@@ -91,7 +91,7 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.cc.Close()) })
 	if governed {
-		require.Equal(t, controlconn.GovernedReconnectInterval, cluster.ReconnectInterval)
+		require.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval)
 	}
 	p.session, err = cluster.CreateSession()
 	require.NoError(t, err)

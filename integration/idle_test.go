@@ -38,11 +38,11 @@ const (
 func TestIdleClusterKeepsOneControlConnection(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 7, IdleTimeout: idleServerTimeout})
 	rec := new(clientprobe.Recorder)
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{
+	cc, err := newBlind(blindConfig(sim, controlconn.Cadence{
 		MetadataRefreshInterval: idleRefreshInterval,
 		HeartbeatInterval:       idleHeartbeat,
 		HeartbeatTimeout:        idleHeartbeat,
-	}), controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	}), controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	begin := time.Now()

@@ -68,7 +68,7 @@ func fullRestarts(t *testing.T, n int, withLongOutage bool) {
 	cluster := gocqlCluster(sim)
 	rec := new(clientprobe.Recorder)
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second,
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 
 	var back realtime.Latencies
 	rearmed := 0

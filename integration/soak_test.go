@@ -135,7 +135,7 @@ func TestRandomFaults(t *testing.T) {
 
 	sim := startCluster(t, cqlsim.Config{Nodes: 5, GossipDelay: 200 * time.Millisecond,
 		StopAnnounceDelay: 100 * time.Millisecond, KillDetectDelay: 500 * time.Millisecond})
-	cc, err := controlconn.NewWithConfig(blindConfig(sim, controlconn.Cadence{StableAfter: 500 * time.Millisecond,
+	cc, err := newBlind(blindConfig(sim, controlconn.Cadence{StableAfter: 500 * time.Millisecond,
 		DelayCap: 2 * time.Second}))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()

@@ -100,8 +100,8 @@ func TestTopologyChangesWhileAway(t *testing.T) {
 	part := newPartition()
 	rec := new(clientprobe.Recorder)
 	cfg := blindConfig(sim, controlconn.Cadence{StableAfter: 500 * time.Millisecond})
-	cfg.Conn.Dialer = part
-	cc, err := controlconn.NewWithConfig(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec))
+	cfg.Dialer = part
+	cc, err := newBlind(cfg, controlconn.WithReconnectObserver(rec), controlconn.WithObserver(rec.Observer()))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	startCC(t, cc, 10*time.Second)

@@ -14,6 +14,8 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 )
 
 // Ground truth: what the simulator recorded, and the instants latencies are measured from.
@@ -39,8 +41,21 @@ func hostsOf(nodes []*cqlsim.Node) []string {
 
 // blindConfig is a control connection to sim's nodes with no gocql session and no host
 // events: only its blind schedule and its own connection's events drive it.
-func blindConfig(sim *cqlsim.Cluster, cad controlconn.Cadence) controlconn.Config {
-	return controlconn.Config{ContactPoints: hostsOf(sim.Nodes()), Port: sim.Port(), Cadence: cad}
+func blindConfig(sim *cqlsim.Cluster, cad controlconn.Cadence) blindSetup {
+	return blindSetup{&gocql.ClusterConfig{Hosts: hostsOf(sim.Nodes()), Port: sim.Port()}, cad}
+}
+
+// blindSetup is what newBlind builds a ControlConnection from.
+type blindSetup struct {
+	*gocql.ClusterConfig
+	Cadence controlconn.Cadence
+}
+
+// newBlind builds a ControlConnection that installs nothing on c's ClusterConfig
+// (ccopt.Bare): no gocql session reports to it and it has no host-event queue unless opts
+// pass one, so that it follows the blind schedule alone.
+func newBlind(c blindSetup, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {
+	return controlconn.New(c.ClusterConfig, c.Cadence, append([]controlconn.Option{ccopt.Bare[controlconn.Option]()}, opts...)...)
 }
 
 // gocqlCluster is the gocql configuration an application would have for sim: ProtoVersion 0

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
 // Governed is the strategy ID of the governed gocql process: a gocql session and ours sharing
@@ -21,7 +21,7 @@ const (
 	gocqlFillStopMin   = 31 * time.Millisecond // fillingStopped sleeps 31–130 ms after a failed fill
 	gocqlFillStopSpan  = 100                   // … rand.Int31n(100) ms on top of the minimum
 	gocqlDefaultTick   = 60 * time.Second      // ClusterConfig.ReconnectInterval default
-	governedTick       = controlconn.GovernedReconnectInterval
+	governedTick       = adapter.GovernedReconnectInterval
 	governedPort       = 9042
 	never              = time.Duration(1<<63 - 1)
 	maxGovernedSteps   = 1 << 24

@@ -28,13 +28,13 @@ type Change struct {
 	Old *Host
 }
 
-// Diff lists what turned old into next, in a deterministic order: first host_removed for every
+// diff lists what turned old into next, in a deterministic order: first host_removed for every
 // host gone, by host ID (so a consumer keyed by address drops the old host before an added
 // host reuses its address); then, by host ID, for each host of next: host_added (followed by
 // host_down if it is added believed down) or, for a host in both, host_updated, host_moved,
 // then host_up or host_down; last, one schema_changed if the set of schema versions differs.
-// A nil old is an empty cluster, so Diff(nil, s) adds every host of s.
-func Diff(old, next *Snapshot) []Change {
+// A nil old is an empty cluster, so diff(nil, s) adds every host of s.
+func diff(old, next *Snapshot) []Change {
 	if old == nil {
 		old = &Snapshot{}
 	}

@@ -48,7 +48,7 @@ func TestDiffReportsEveryKindInOrder(t *testing.T) {
 	next, err := next.WithState(uuidN(7), StateDown)
 	require.NoError(t, err)
 
-	changes := Diff(old, next)
+	changes := diff(old, next)
 	assert.Equal(t, []string{
 		"host_removed 000000000001",
 		"host_moved 000000000003",
@@ -73,8 +73,8 @@ func TestDiffReportsEveryKindInOrder(t *testing.T) {
 	assert.Equal(t, "rack2", changes[2].Host.Rack())
 	assert.Nil(t, changes[3].Old, "state changes carry no Old")
 
-	assert.Equal(t, summary(changes), summary(Diff(old, next)), "deterministic")
-	assert.Empty(t, Diff(next, next))
+	assert.Equal(t, summary(changes), summary(diff(old, next)), "deterministic")
+	assert.Empty(t, diff(next, next))
 }
 
 func TestDiffHostUpdatedOnEachAttribute(t *testing.T) {
@@ -89,16 +89,16 @@ func TestDiffHostUpdatedOnEachAttribute(t *testing.T) {
 	old := mustSnapshot(t, nil, mustHost(t, 1, nil))
 	for name, mod := range mods {
 		next := mustSnapshot(t, nil, mustHost(t, 1, mod))
-		assert.Equal(t, []string{"host_updated 000000000001"}, summary(Diff(old, next)), name)
+		assert.Equal(t, []string{"host_updated 000000000001"}, summary(diff(old, next)), name)
 	}
 	same := mustSnapshot(t, nil, mustHost(t, 1, func(s *HostSpec) { s.SchemaVersion = schemaN(2) }))
-	assert.Equal(t, []string{"schema_changed"}, summary(Diff(old, same)), "a host's schema version is a cluster-wide change")
+	assert.Equal(t, []string{"schema_changed"}, summary(diff(old, same)), "a host's schema version is a cluster-wide change")
 }
 
 func TestDiffFromNothingAddsEveryHost(t *testing.T) {
 	s := mustSnapshot(t, nil, mustHost(t, 2, nil), mustHost(t, 1, nil))
-	assert.Equal(t, []string{"host_added 000000000001", "host_added 000000000002", "schema_changed"}, summary(Diff(nil, s)))
-	assert.Equal(t, []string{"host_removed 000000000001", "host_removed 000000000002", "schema_changed"}, summary(Diff(s, nil)))
+	assert.Equal(t, []string{"host_added 000000000001", "host_added 000000000002", "schema_changed"}, summary(diff(nil, s)))
+	assert.Equal(t, []string{"host_removed 000000000001", "host_removed 000000000002", "schema_changed"}, summary(diff(s, nil)))
 }
 
 // TestDiffRemovesBeforeAddingOnAddressReuse: a node replaced by a new one at the same address
@@ -106,5 +106,5 @@ func TestDiffFromNothingAddsEveryHost(t *testing.T) {
 func TestDiffRemovesBeforeAddingOnAddressReuse(t *testing.T) {
 	old := mustSnapshot(t, nil, mustHost(t, 9, func(s *HostSpec) { s.RPCAddress = net.IP{10, 0, 0, 1} }))
 	next := mustSnapshot(t, nil, mustHost(t, 1, func(s *HostSpec) { s.RPCAddress = net.IP{10, 0, 0, 1}; s.Tokens = []string{"900"} }))
-	assert.Equal(t, []string{"host_removed 000000000009", "host_added 000000000001"}, summary(Diff(old, next)))
+	assert.Equal(t, []string{"host_removed 000000000009", "host_added 000000000001"}, summary(diff(old, next)))
 }

@@ -8,16 +8,17 @@
 // # Public surface
 //
 // The exported identifiers, one line per type with its exported methods and fields;
-// TestPublicSurfaceIsDocumented fails when this list and the code differ. Users call Snapshot,
-// Host, Ring, Change, Subscription and Row (the rows of controlconn's Query); Store, Tables and
-// ReadTables serve the control connection and stay here because they build snapshots from
-// their unexported parts (the token ring parsed once per refresh). Row decoding lives in
-// internal/rowdecode.
+// TestPublicSurfaceIsDocumented fails when this list and the code differ, and
+// TestPublicSurfaceIsSmall when this package and controlconn together print more than 45
+// lines of go doc -short. Users read Snapshot, Host, Ring, Change and Subscription (from
+// controlconn's Snapshot and Subscribe), Row (the rows of controlconn's Query), SkippedPeer
+// (Status.SkippedPeers) and match the errors; NewSnapshot, SnapshotConfig, NewHost and HostSpec build
+// a snapshot for a test of code that reads one. Store, Tables and ReadTables serve the control
+// connection and stay here because they build snapshots from their unexported parts (the token
+// ring parsed once per refresh). Row decoding lives in internal/rowdecode.
 //
 //	Change: Host Kind Old
-//	ChangeKind
-//	ColumnError: Column Err Error Got Unwrap Want
-//	Diff ErrClosed ErrColumnType ErrDuplicateHost ErrDuplicateToken ErrInvalidPeer
+//	ChangeKind ErrClosed ErrColumnType ErrDuplicateHost ErrDuplicateToken ErrInvalidPeer
 //	ErrMissingColumn ErrUnknownHost
 //	Host: Addr BroadcastAddress ConnectAddress DataCenter HostID IsZero Local NumTokens Port
 //		PreferredIP RPCAddress Rack ReleaseVersion SchemaVersion Spec String Tokens

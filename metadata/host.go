@@ -48,11 +48,6 @@ type HostSpec struct {
 	Local            bool   // the row came from system.local: this node served the query
 }
 
-// ErrInvalidPeer is wrapped by the errors of SkippedPeer for rows gocql v1.7.0
-// would ignore (null rpc_address, host_id, data_center, rack or tokens). Callers skip such
-// rows and log them; any other error means the whole result is unusable.
-var ErrInvalidPeer = errors.New("invalid peer")
-
 // NewHost validates spec and returns the Host it describes. Slices are copied.
 func NewHost(spec HostSpec) (Host, error) {
 	id, err := canonicalUUID(spec.HostID)

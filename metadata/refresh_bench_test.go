@@ -73,7 +73,7 @@ func BenchmarkDiff1000(b *testing.B) {
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
-		if len(Diff(old, next)) != 1 {
+		if len(diff(old, next)) != 1 {
 			b.Fatal("want one change")
 		}
 	}

@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"errors"
 	"fmt"
 	"net"
 )
@@ -22,29 +21,23 @@ import (
 //	anything else            datacodec's preferred Go type (nil for NULL)
 type Row map[string]any
 
-// ErrMissingColumn is wrapped by errors about a column the result does not have.
-var ErrMissingColumn = errors.New("missing column")
-
-// ErrColumnType is wrapped by errors about a column whose decoded value has another type.
-var ErrColumnType = errors.New("unexpected column type")
-
-// ColumnError says which column was missing or mistyped. Match it with errors.Is against
-// ErrMissingColumn or ErrColumnType, or errors.As for the details.
-type ColumnError struct {
+// columnError says which column was missing or mistyped. It wraps ErrMissingColumn or
+// ErrColumnType.
+type columnError struct {
 	Column string
 	Want   string // the Go type the caller expected
 	Got    string // the Go type found, "" when the column is missing
 	Err    error  // ErrMissingColumn or ErrColumnType
 }
 
-func (e *ColumnError) Error() string {
+func (e *columnError) Error() string {
 	if e.Got == "" {
 		return fmt.Sprintf("metadata: column %q: %v", e.Column, e.Err)
 	}
 	return fmt.Sprintf("metadata: column %q: %v: want %s, got %s", e.Column, e.Err, e.Want, e.Got)
 }
 
-func (e *ColumnError) Unwrap() error { return e.Err }
+func (e *columnError) Unwrap() error { return e.Err }
 
 // Has reports whether the result had the column.
 func (r Row) Has(col string) bool {
@@ -72,11 +65,11 @@ func column[T any](r Row, col, want string) (T, error) {
 	var zero T
 	v, ok := r[col]
 	if !ok {
-		return zero, &ColumnError{Column: col, Want: want, Err: ErrMissingColumn}
+		return zero, &columnError{Column: col, Want: want, Err: ErrMissingColumn}
 	}
 	t, ok := v.(T)
 	if !ok {
-		return zero, &ColumnError{Column: col, Want: want, Got: fmt.Sprintf("%T", v), Err: ErrColumnType}
+		return zero, &columnError{Column: col, Want: want, Got: fmt.Sprintf("%T", v), Err: ErrColumnType}
 	}
 	return t, nil
 }

@@ -133,9 +133,9 @@ func TestRowAccessorsReportMissingAndMistypedColumns(t *testing.T) {
 
 	_, err = row.IP("rpc_address")
 	require.ErrorIs(t, err, ErrColumnType)
-	var ce *ColumnError
+	var ce *columnError
 	require.True(t, errors.As(err, &ce))
-	assert.Equal(t, ColumnError{Column: "rpc_address", Want: "net.IP", Got: "string", Err: ErrColumnType}, *ce)
+	assert.Equal(t, columnError{Column: "rpc_address", Want: "net.IP", Got: "string", Err: ErrColumnType}, *ce)
 
 	tokens, err := row.Strings("tokens")
 	require.NoError(t, err)

@@ -2,7 +2,6 @@ package metadata
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"iter"
 	"net"
@@ -220,10 +219,6 @@ func (s *Snapshot) SchemaAgreement() bool {
 	}
 	return true
 }
-
-// ErrUnknownHost is wrapped when an ID or address matches no host of the snapshot (the remedy
-// is a refresh, as gocql debounces one for an event about an unknown address).
-var ErrUnknownHost = errors.New("unknown host")
 
 // WithState returns a snapshot equal to s except that host id has state st. It returns s
 // itself when nothing changes.

@@ -1,15 +1,11 @@
 package metadata
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
 )
-
-// ErrClosed is returned by a closed Store or Subscription.
-var ErrClosed = errors.New("metadata: closed")
 
 // Store holds the current snapshot and publishes the changes between consecutive snapshots to
 // subscribers. Readers call Current without locking. Publishing (Update, Refresh, ApplyStatus)
@@ -35,7 +31,7 @@ func NewStore(initial *Snapshot) *Store {
 // Current returns the latest published snapshot, nil before the first.
 func (s *Store) Current() *Snapshot { return s.cur.Load() }
 
-// Update publishes next as it is and returns Diff(previous, next), which every subscriber is
+// Update publishes next as it is and returns diff(previous, next), which every subscriber is
 // sent. next must not be nil.
 func (s *Store) Update(next *Snapshot) []Change {
 	if next == nil {
@@ -120,7 +116,7 @@ func (s *Store) setStateLocked(cur *Snapshot, hostID string, up bool) ([]Change,
 }
 
 func (s *Store) publishLocked(next *Snapshot) []Change {
-	changes := Diff(s.cur.Load(), next)
+	changes := diff(s.cur.Load(), next)
 	s.cur.Store(next)
 	if len(changes) > 0 {
 		for _, sub := range s.subs {

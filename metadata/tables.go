@@ -32,13 +32,6 @@ type SkippedPeer struct {
 	Err  error
 }
 
-// ErrDuplicateHost is wrapped when two rows or hosts carry the same host_id.
-var ErrDuplicateHost = errors.New("duplicate host_id")
-
-// ErrDuplicateToken is wrapped when a peer claims a token an earlier row (or the local node)
-// already owns: the ring's owner of that token would depend on row order.
-var ErrDuplicateToken = errors.New("token claimed by another host")
-
 // ReadTables decodes a refresh into a SnapshotConfig (hosts, cluster name, partitioner,
 // TakenAt; no States). One bad peer row does not cost the ring: a row gocql would ignore, a
 // row that does not decode (a 5-byte inet, a mistyped schema_version), a row with a token that

@@ -64,11 +64,11 @@ type Options struct {
 	ConstLabels prometheus.Labels
 }
 
-// Collectors holds the control connection's metrics. It implements reconnect.Observer,
-// hostevents.QueueObserver and controlconn.Observer; all methods are safe for concurrent use
-// and never block. One Collectors observes one control connection: its state gauge and its
-// initial-connection detection assume a single reconnect.Recovery (use Subsystem or
-// ConstLabels to tell several apart).
+// Collectors holds the control connection's metrics. It implements reconnect.Observer and
+// hostevents.QueueObserver, and Observer makes its controlconn.Observer; all methods are safe
+// for concurrent use and never block. One Collectors observes one control connection: its
+// state gauge and its initial-connection detection assume a single reconnect.Recovery (use
+// Subsystem or ConstLabels to tell several apart).
 type Collectors struct {
 	gatherer prometheus.Gatherer    // the private registry holding exactly the metrics below
 	all      []prometheus.Collector // every metric, in creation order
@@ -107,14 +107,14 @@ type Collectors struct {
 	metadataChanges  prometheus.Counter
 	serverEvents     *prometheus.CounterVec // kind, change
 
-	// Bad data left out (controlconn.DataObserver).
+	// Bad data left out (controlconn.Observer.PeersSkipped, ReplyDropped).
 	peersSkipped   prometheus.Counter
 	repliesDropped prometheus.Counter
 
-	// gocql's data path (controlconn.DataPathObserver).
+	// gocql's data path (controlconn.Observer.DataPathLag).
 	dataPathLag prometheus.Histogram
 
-	// The dial governor (controlconn.GovernorObserver).
+	// The dial governor (controlconn.Observer.GovernorDecided, GovernorInterval).
 	governorDials    *prometheus.CounterVec        // verdict
 	governorVerdicts map[string]prometheus.Counter // governorDials by verdict, resolved once: read-only
 	governorEvidence prometheus.Counter
@@ -137,10 +137,8 @@ type Collectors struct {
 }
 
 var (
-	_ reconnect.Observer           = (*Collectors)(nil)
-	_ hostevents.QueueObserver     = (*Collectors)(nil)
-	_ controlconn.Observer         = (*Collectors)(nil)
-	_ controlconn.GovernorObserver = (*Collectors)(nil)
+	_ reconnect.Observer       = (*Collectors)(nil)
+	_ hostevents.QueueObserver = (*Collectors)(nil)
 )
 
 // ErrInvalidOptions is wrapped by every error New returns for invalid Options.

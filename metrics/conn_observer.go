@@ -11,8 +11,28 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
-// This file implements controlconn.Observer: dials report from attempt goroutines, heartbeats
-// from the connection's heartbeat goroutine, the rest from the ControlConnection's goroutine.
+// This file is the controlconn.Observer (Collectors.Observer): dials report from attempt
+// goroutines, heartbeats from the connection's heartbeat goroutine, the governor's decisions
+// from the dialling goroutines, the rest from the ControlConnection's goroutine.
+
+// Observer returns c as a controlconn.Observer, every function set (ControlConnOptions passes
+// it to controlconn.WithObserver).
+func (c *Collectors) Observer() controlconn.Observer {
+	return controlconn.Observer{
+		DialStarted:      c.DialStarted,
+		DialFinished:     c.DialFinished,
+		Connected:        c.Connected,
+		Lost:             c.Lost,
+		Heartbeat:        c.Heartbeat,
+		Refreshed:        c.Refreshed,
+		ServerEvent:      c.ServerEvent,
+		PeersSkipped:     c.PeersSkipped,
+		ReplyDropped:     c.ReplyDropped,
+		DataPathLag:      c.DataPathLag,
+		GovernorDecided:  c.GovernorDecided,
+		GovernorInterval: c.GovernorInterval,
+	}
+}
 
 // Outcome label values of dials_total besides the error classes, and of metadata_refreshes_total.
 const (
@@ -96,7 +116,7 @@ func (c *Collectors) ServerEvent(kind, change string) {
 	c.serverEvents.WithLabelValues(kind, change).Inc()
 }
 
-// PeersSkipped counts the system.peers rows a refresh left out (controlconn.DataObserver).
+// PeersSkipped counts the system.peers rows a refresh left out (controlconn.Observer.PeersSkipped).
 func (c *Collectors) PeersSkipped(skipped []metadata.SkippedPeer) {
 	c.peersSkipped.Add(float64(len(skipped)))
 }
@@ -104,9 +124,7 @@ func (c *Collectors) PeersSkipped(skipped []metadata.SkippedPeer) {
 // ReplyDropped counts a response dropped for want of a request on its stream.
 func (c *Collectors) ReplyDropped(controlconn.Endpoint) { c.repliesDropped.Inc() }
 
-// DataPathLag observes a host's data-path lag (controlconn.DataPathObserver).
+// DataPathLag observes a host's data-path lag (controlconn.Observer.DataPathLag).
 func (c *Collectors) DataPathLag(_ controlconn.Endpoint, lag time.Duration) {
 	c.dataPathLag.Observe(lag.Seconds())
 }
-
-var _ controlconn.DataObserver = (*Collectors)(nil)

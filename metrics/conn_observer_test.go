@@ -73,7 +73,7 @@ func TestConnectionObserver(t *testing.T) {
 	assert.Equal(t, 1.0, value(t, m, "cqlcontrol_server_events_total", "kind", "topology_change", "change", "NEW_NODE"))
 }
 
-func TestDataObserverCounters(t *testing.T) {
+func TestBadDataCounters(t *testing.T) {
 	m := newCollectors(t)
 	assert.Equal(t, 0.0, value(t, m, "cqlcontrol_peers_skipped_total"), "pre-created")
 	m.PeersSkipped([]metadata.SkippedPeer{{Row: 1}, {Row: 4}})

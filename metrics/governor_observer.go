@@ -2,7 +2,7 @@ package metrics
 
 import "time"
 
-// GovernorDecided implements controlconn.GovernorObserver: one dial decided on, or evidence.
+// GovernorDecided (controlconn.Observer.GovernorDecided): one dial decided on, or evidence.
 // A verdict not known in advance gets its own series.
 func (c *Collectors) GovernorDecided(verdict string) {
 	if verdict == "evidence" {
@@ -16,5 +16,5 @@ func (c *Collectors) GovernorDecided(verdict string) {
 	c.governorDials.WithLabelValues(verdict).Inc()
 }
 
-// GovernorInterval implements controlconn.GovernorObserver: the budget's current interval.
+// GovernorInterval (controlconn.Observer.GovernorInterval): the budget's current interval.
 func (c *Collectors) GovernorInterval(d time.Duration) { c.governorInterval.Set(seconds(d)) }

@@ -9,17 +9,16 @@ import (
 // c as its connection observer (dials, connections, heartbeats, refreshes, server events), as
 // its reconnection observer (attempts, re-arms, delays, recoveries) and as the observer of the
 // host-event queue that controlconn.New creates (gocql's host events, coalesced and dropped).
-// Pass them to controlconn.New or NewWithConfig:
+// Pass them to controlconn.New (or gocqlv2.New):
 //
 //	col, err := metrics.New(metrics.Options{Registerer: prometheus.DefaultRegisterer})
 //	cc, err := controlconn.New(cluster, controlconn.Cadence{}, col.ControlConnOptions()...)
 //
 // Options given after them win. The queue's observer is set through controlconn.WithQueueConfig:
-// a later WithQueueConfig replaces it (set its Observer to c), and a queue passed with
-// controlconn.WithHostEvents keeps the observer it was created with.
+// a later WithQueueConfig replaces it (set its Observer to c).
 func (c *Collectors) ControlConnOptions() []controlconn.Option {
 	return []controlconn.Option{
-		controlconn.WithObserver(c),
+		controlconn.WithObserver(c.Observer()),
 		controlconn.WithReconnectObserver(c),
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: c}),
 	}

@@ -5,18 +5,17 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
 	"github.com/cqlcontrol/cqlcontrol/metrics"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
 // ourRecorder is our ControlConnection's clientprobe.Recorder, forwarding every event to the
-// metrics (its Next); summarize reads it for the demo's view.
+// metrics (its Next and NextConn); summarize reads it for the demo's view.
 type ourRecorder struct{ clientprobe.Recorder }
 
 func newOurRecorder(col *metrics.Collectors) *ourRecorder {
-	return &ourRecorder{clientprobe.Recorder{Next: col}}
+	return &ourRecorder{clientprobe.Recorder{Next: col, NextConn: col.Observer()}}
 }
 
 // summarize fills our dials and attempts started in the outage window [from, to) and, once the
@@ -74,6 +73,5 @@ func (r *gocqlRecorder) backAt(downAt time.Time) time.Time {
 // Interface checks.
 var (
 	_ gocql.ConnectObserver = (*gocqlRecorder)(nil)
-	_ controlconn.Observer  = (*ourRecorder)(nil)
 	_ reconnect.Observer    = (*ourRecorder)(nil)
 )

@@ -151,7 +151,7 @@ func (d *demoRun) setup(ctx context.Context) error {
 	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
 	cluster.Logger = log.New(io.Discard, "", 0)
 	opts := []controlconn.Option{
-		controlconn.WithObserver(d.ours),
+		controlconn.WithObserver(d.ours.Observer()),
 		controlconn.WithReconnectObserver(d.ours),
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: d.col}),
 		ccopt.WithRand[controlconn.Option](seededRand(d.cfg.seed)),

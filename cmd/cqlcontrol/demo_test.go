@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 )
 
@@ -53,7 +53,7 @@ func TestDemoJSONBothClients(t *testing.T) {
 	assert.True(t, res.Governed)
 	assert.Equal(t, 3, res.Nodes)
 	assert.Equal(t, 60.0, alone.ReconnectIntervalS, "gocql alone as users run it")
-	assert.Equal(t, controlconn.GovernedReconnectInterval.Seconds(), with.ReconnectIntervalS, "the governor shortened gocql's default")
+	assert.Equal(t, adapter.GovernedReconnectInterval.Seconds(), with.ReconnectIntervalS, "the governor shortened gocql's default")
 
 	// The comparison the demo exists for.
 	assert.Positive(t, with.Dials, "the governed client dialled")

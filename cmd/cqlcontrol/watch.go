@@ -13,6 +13,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/metrics"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -24,6 +25,9 @@ const passwordEnv = "CQLCONTROL_PASSWORD"
 
 // startReportEvery is how often watch says why it is still not connected.
 const startReportEvery = 5 * time.Second
+
+// defaultPort is the native protocol port of --port, as gocql's default.
+const defaultPort = 9042
 
 type watchConfig struct {
 	hosts       []string
@@ -41,8 +45,8 @@ type watchConfig struct {
 	verbose     bool
 
 	connectTimeout time.Duration
-	fs             *flag.FlagSet        // for errors found after parsing
-	resolve        controlconn.Resolver // nil: the system's resolver
+	fs             *flag.FlagSet // for errors found after parsing
+	resolve        plan.Resolver // nil: the system's resolver
 }
 
 // runWatch is "cqlcontrol watch": attach a ControlConnection to a cluster, print its topology,
@@ -81,7 +85,7 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// Observer callbacks must not block: they hand lines to the printing loop, or drop them.
 	obs := &watchObserver{Collectors: col, notes: make(chan note, 256)}
 	opts := []controlconn.Option{
-		controlconn.WithObserver(obs),
+		controlconn.WithObserver(obs.observer()),
 		controlconn.WithReconnectObserver(obs),
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: obs}),
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 )
 
@@ -35,7 +34,7 @@ func parseWatchFlags(args []string, stdout, stderr io.Writer) (watchConfig, erro
 	fs := newFlagSet("watch", "--hosts a,b,c [flags]", watchDescription, stdout, stderr)
 	cfg := watchConfig{fs: fs}
 	hosts := fs.String("hosts", "", "contact points, comma-separated: `host[:port],...` (required)")
-	fs.IntVar(&cfg.port, "port", controlconn.DefaultPort, "native protocol port of contact points without one, and of every peer")
+	fs.IntVar(&cfg.port, "port", defaultPort, "native protocol port of contact points without one, and of every peer")
 	fs.DurationVar(&cfg.connectTimeout, "connect-timeout", 30*time.Second, "give up (exit 1) when the first connection is not made within this `duration` (0: never)")
 	fs.StringVar(&cfg.username, "username", "", "user name for PasswordAuthenticator (authentication is off without it)")
 	fs.StringVar(&cfg.password, "password", "", "password for PasswordAuthenticator (default: $"+passwordEnv+")")

@@ -82,6 +82,13 @@ func (o *watchObserver) DelayChosen(d time.Duration, capped bool) {
 	o.Collectors.DelayChosen(d, capped)
 }
 
+// observer is o as the ControlConnection's observer: its Collectors' with o's lines added.
+func (o *watchObserver) observer() controlconn.Observer {
+	obs := o.Collectors.Observer()
+	obs.Connected, obs.Lost, obs.DataPathLag = o.Connected, o.Lost, o.DataPathLag
+	return obs
+}
+
 func (o *watchObserver) Connected(ep controlconn.Endpoint, v primitive.ProtocolVersion) {
 	o.note("control", "connected to %s (host %s), protocol v%d", ep.Addr, ep.HostID, uint8(v))
 	o.Collectors.Connected(ep, v)

@@ -42,7 +42,7 @@ func TestPasswordAuthenticatorRestart(t *testing.T) {
 
 	rec := new(clientprobe.Recorder)
 	pr := startProcess(t, c, ungoverned, func(cfg *gocql.ClusterConfig) { cfg.Authenticator = auth },
-		controlconn.WithObserver(rec), controlconn.WithReconnectObserver(rec))
+		controlconn.WithObserver(rec.Observer()), controlconn.WithReconnectObserver(rec))
 	time.Sleep(2 * time.Second)
 	waitStable(t, pr.cc)
 	ctx := context.Background()

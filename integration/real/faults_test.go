@@ -183,7 +183,7 @@ func TestPausedNode(t *testing.T) {
 		pp := startPoller(gov)
 		begin := time.Now()
 		require.NoError(t, p.Pause(victim))
-		moved := connectedAfter(t, gov.cc, begin, 10*time.Second+controlconn.DefaultHeartbeatTimeout+5*time.Second)
+		moved := connectedAfter(t, gov.cc, begin, 10*time.Second+controlconn.Cadence{}.WithDefaults().HeartbeatTimeout+5*time.Second)
 		assert.NotEqual(t, addr, gov.cc.Status().Host.Addr, "ours moved off the paused node")
 		want := allUp(p.Hosts())
 		want[ip] = false

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,8 +22,8 @@ func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
 func TestWithRandIsTheSourceOfJitter(t *testing.T) {
 	var calls atomic.Int32
 	src := func() float64 { calls.Add(1); return 0.5 }
-	cc, err := controlconn.NewWithConfig(controlconn.Config{ContactPoints: []string{"127.0.0.1:1"}},
-		ccopt.WithRand[controlconn.Option](src))
+	cc, err := controlconn.New(&gocql.ClusterConfig{Hosts: []string{"127.0.0.1:1"}}, controlconn.Cadence{},
+		ccopt.Bare[controlconn.Option](), ccopt.WithRand[controlconn.Option](src))
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -98,8 +98,8 @@ func (o *observed) ObserveConnect(c gocql.ObservedConnect) {
 	o.mu.Unlock()
 }
 
+// ourDials times our control connection's dials (controlconn.Observer.DialStarted).
 type ourDials struct {
-	controlconn.NopObserver
 	o *observed
 }
 
@@ -149,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cluster.ConnectObserver = obs
 	// Everything else is gocql v2's default and ours: the demo shows what users get.
 	cc, err := gocqlv2.New(cluster, controlconn.Cadence{StableAfter: cfg.stableAfter},
-		controlconn.WithReconnectObserver(obs), controlconn.WithObserver(ourDials{o: obs}))
+		controlconn.WithReconnectObserver(obs), controlconn.WithObserver(controlconn.Observer{DialStarted: ourDials{o: obs}.DialStarted}))
 	if err != nil {
 		return err
 	}

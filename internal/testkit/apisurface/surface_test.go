@@ -52,3 +52,12 @@ func TestRenderRoundTrips(t *testing.T) {
 	assert.Contains(t, doc, "\n//\t\t", "the members should have wrapped")
 	assert.Contains(t, doc, "//\tA B\n", "names without members share a line")
 }
+
+// Lines counts as go doc -short prints (the _test.go file aside): the fixture's Answer, Other,
+// Alias, Thing and Watcher. Checked against go doc -short on the fixture, and on controlconn
+// and metadata.
+func TestLinesCountsAsGoDocShort(t *testing.T) {
+	n, err := Lines(filepath.Join("testdata", "sample"))
+	require.NoError(t, err)
+	assert.Equal(t, 5, n)
+}

@@ -7,28 +7,23 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
-// Observer is both observers of a ControlConnection: what a Recorder records and forwards.
-type Observer interface {
-	controlconn.Observer
-	reconnect.Observer
-}
-
 // Recorder timestamps what a ControlConnection reports, as both its reconnect.Observer
-// (attempts, re-arms, delays, recoveries) and its controlconn.Observer (dials, connections,
-// losses, heartbeats, refreshes), so that a caller can count what happened inside a window of
-// the cluster's ground truth. Pass it to controlconn.WithObserver and WithReconnectObserver.
+// (attempts, re-arms, delays, recoveries) and, through Observer, its controlconn.Observer
+// (dials, connections, losses, heartbeats, refreshes), so that a caller can count what happened
+// inside a window of the cluster's ground truth. Pass it to controlconn.WithReconnectObserver,
+// and r.Observer() to controlconn.WithObserver.
 //
-// The zero Recorder records; with Next set (before it is handed to the ControlConnection),
-// every event is forwarded to Next once recorded, and so are the optional ones
-// (controlconn.DataObserver, controlconn.DataPathObserver, reconnect.CapObserver) when Next
-// implements them. The ControlConnection calls it from its handler, attempt, owner and
+// The zero Recorder records; with Next and NextConn set (before it is handed to the
+// ControlConnection), every event is forwarded to them once recorded, and so are the ones it
+// does not record (reconnect.CapObserver when Next implements it, and NextConn's other
+// functions). The ControlConnection calls it from its handler, attempt, owner and
 // heartbeat goroutines: mu guards the records, and Next is called outside it.
 type Recorder struct {
-	Next Observer
+	Next     reconnect.Observer
+	NextConn controlconn.Observer
 
 	mu         sync.Mutex
 	attempts   []AttemptRecord
@@ -81,10 +76,8 @@ type heartbeatRecord struct {
 }
 
 var (
-	_ Observer                     = (*Recorder)(nil)
-	_ controlconn.DataObserver     = (*Recorder)(nil)
-	_ controlconn.DataPathObserver = (*Recorder)(nil)
-	_ reconnect.CapObserver        = (*Recorder)(nil)
+	_ reconnect.Observer    = (*Recorder)(nil)
+	_ reconnect.CapObserver = (*Recorder)(nil)
 )
 
 // record runs add under mu.
@@ -167,15 +160,23 @@ func (r *Recorder) DelayCapSet(d time.Duration) {
 
 // controlconn.Observer
 
-// DialStarted implements controlconn.Observer.
+// Observer returns the controlconn.Observer that records into r and forwards to NextConn.
+func (r *Recorder) Observer() controlconn.Observer {
+	o := r.NextConn // what r only forwards: ServerEvent, PeersSkipped, ReplyDropped, DataPathLag, the governor's
+	o.DialStarted, o.DialFinished, o.Connected = r.DialStarted, r.DialFinished, r.Connected
+	o.Lost, o.Heartbeat, o.Refreshed = r.Lost, r.Heartbeat, r.Refreshed
+	return o
+}
+
+// DialStarted records for Observer().DialStarted.
 func (r *Recorder) DialStarted(ep controlconn.Endpoint) {
 	r.record(func() { r.dials = append(r.dials, DialRecord{Started: time.Now(), Endpoint: ep}) })
-	if r.Next != nil {
-		r.Next.DialStarted(ep)
+	if r.NextConn.DialStarted != nil {
+		r.NextConn.DialStarted(ep)
 	}
 }
 
-// DialFinished implements controlconn.Observer: it completes the latest dial of ep in flight.
+// DialFinished records for Observer().DialFinished: it completes the latest dial of ep in flight.
 func (r *Recorder) DialFinished(ep controlconn.Endpoint, err error, took time.Duration) {
 	r.record(func() {
 		for i := len(r.dials) - 1; i >= 0; i-- {
@@ -185,68 +186,40 @@ func (r *Recorder) DialFinished(ep controlconn.Endpoint, err error, took time.Du
 			}
 		}
 	})
-	if r.Next != nil {
-		r.Next.DialFinished(ep, err, took)
+	if r.NextConn.DialFinished != nil {
+		r.NextConn.DialFinished(ep, err, took)
 	}
 }
 
-// Connected implements controlconn.Observer.
+// Connected records for Observer().Connected.
 func (r *Recorder) Connected(ep controlconn.Endpoint, v primitive.ProtocolVersion) {
 	r.record(func() { r.connected = append(r.connected, ConnRecord{At: time.Now(), Endpoint: ep}) })
-	if r.Next != nil {
-		r.Next.Connected(ep, v)
+	if r.NextConn.Connected != nil {
+		r.NextConn.Connected(ep, v)
 	}
 }
 
-// Lost implements controlconn.Observer.
+// Lost records for Observer().Lost.
 func (r *Recorder) Lost(ep controlconn.Endpoint, err error, uptime time.Duration) {
 	r.record(func() { r.lost = append(r.lost, ConnRecord{At: time.Now(), Endpoint: ep, Err: err}) })
-	if r.Next != nil {
-		r.Next.Lost(ep, err, uptime)
+	if r.NextConn.Lost != nil {
+		r.NextConn.Lost(ep, err, uptime)
 	}
 }
 
-// Heartbeat implements controlconn.Observer.
+// Heartbeat records for Observer().Heartbeat.
 func (r *Recorder) Heartbeat(ep controlconn.Endpoint, rtt time.Duration, err error) {
 	r.record(func() { r.heartbeats = append(r.heartbeats, heartbeatRecord{at: time.Now(), rtt: rtt, err: err}) })
-	if r.Next != nil {
-		r.Next.Heartbeat(ep, rtt, err)
+	if r.NextConn.Heartbeat != nil {
+		r.NextConn.Heartbeat(ep, rtt, err)
 	}
 }
 
-// Refreshed implements controlconn.Observer.
+// Refreshed records for Observer().Refreshed.
 func (r *Recorder) Refreshed(took time.Duration, changes int, err error) {
 	r.record(func() { r.refreshes = append(r.refreshes, time.Now()) })
-	if r.Next != nil {
-		r.Next.Refreshed(took, changes, err)
-	}
-}
-
-// ServerEvent implements controlconn.Observer; it is only forwarded.
-func (r *Recorder) ServerEvent(kind, change string) {
-	if r.Next != nil {
-		r.Next.ServerEvent(kind, change)
-	}
-}
-
-// PeersSkipped implements controlconn.DataObserver; it is only forwarded.
-func (r *Recorder) PeersSkipped(skipped []metadata.SkippedPeer) {
-	if d, ok := r.Next.(controlconn.DataObserver); ok {
-		d.PeersSkipped(skipped)
-	}
-}
-
-// ReplyDropped implements controlconn.DataObserver; it is only forwarded.
-func (r *Recorder) ReplyDropped(ep controlconn.Endpoint) {
-	if d, ok := r.Next.(controlconn.DataObserver); ok {
-		d.ReplyDropped(ep)
-	}
-}
-
-// DataPathLag implements controlconn.DataPathObserver; it is only forwarded.
-func (r *Recorder) DataPathLag(ep controlconn.Endpoint, lag time.Duration) {
-	if d, ok := r.Next.(controlconn.DataPathObserver); ok {
-		d.DataPathLag(ep, lag)
+	if r.NextConn.Refreshed != nil {
+		r.NextConn.Refreshed(took, changes, err)
 	}
 }
 

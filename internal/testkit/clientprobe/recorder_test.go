@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -29,10 +31,10 @@ func TestRecorderThroughAnOutage(t *testing.T) {
 			ips = append(ips, n.IP().String())
 		}
 		next := &countingObserver{}
-		rec := &Recorder{Next: next}
-		cc, err := controlconn.NewWithConfig(controlconn.Config{ContactPoints: ips, Port: sim.Port(),
-			Conn: controlconn.ConnConfig{Dialer: sim}}, // the default cadence
-			controlconn.WithObserver(rec), controlconn.WithReconnectObserver(rec))
+		rec := &Recorder{Next: next, NextConn: next.observer()}
+		cc, err := controlconn.New(&gocql.ClusterConfig{Hosts: ips, Port: sim.Port(), Dialer: sim},
+			controlconn.Cadence{}, // the default cadence
+			ccopt.Bare[controlconn.Option](), controlconn.WithObserver(rec.Observer()), controlconn.WithReconnectObserver(rec))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
 
@@ -40,7 +42,7 @@ func TestRecorderThroughAnOutage(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		require.NoError(t, cc.Start(ctx))
-		time.Sleep(controlconn.DefaultHeartbeatInterval + time.Second)
+		time.Sleep(controlconn.Cadence{}.WithDefaults().HeartbeatInterval + time.Second)
 
 		downAt := time.Now()
 		dialsBefore := len(sim.Dials())
@@ -128,10 +130,9 @@ func TestRecorderWithoutNext(t *testing.T) {
 	rec.DialFinished(controlconn.Endpoint{Addr: "a"}, nil, time.Millisecond)
 	rec.Connected(controlconn.Endpoint{Addr: "a"}, primitive.ProtocolVersion4)
 	rec.DelayCapSet(time.Second)
-	rec.DataPathLag(controlconn.Endpoint{Addr: "a"}, time.Second)
-	rec.PeersSkipped(nil)
-	rec.ReplyDropped(controlconn.Endpoint{Addr: "a"})
-	rec.ServerEvent("status_change", "UP")
+	obs := rec.Observer()
+	assert.Nil(t, obs.DataPathLag, "nothing to forward to")
+	assert.Nil(t, obs.ServerEvent)
 	rec.StateChanged(reconnect.StateScheduled, reconnect.StateConnected)
 
 	dials := rec.Dials()
@@ -146,18 +147,17 @@ func TestRecorderWithoutNext(t *testing.T) {
 
 // countingObserver is a Recorder's Next: it counts what it is given.
 type countingObserver struct {
-	connNop
-	reconnectNop
+	reconnect.NopObserver
 
 	mu                                          sync.Mutex
 	dials, attempts, connected, lost, recovered int
 	delayCap                                    time.Duration
 }
 
-type (
-	connNop      = controlconn.NopObserver
-	reconnectNop = reconnect.NopObserver
-)
+// observer is c as a controlconn.Observer.
+func (c *countingObserver) observer() controlconn.Observer {
+	return controlconn.Observer{DialStarted: c.DialStarted, Connected: c.Connected, Lost: c.Lost}
+}
 
 func (c *countingObserver) count(n *int) {
 	c.mu.Lock()

@@ -1,0 +1,114 @@
+package adapter
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+)
+
+// GovernedReconnectInterval is the ReconnectInterval that controlconn.New, with
+// WithDialGovernor, sets on a gocql config whose interval is gocql's default, 60 s (a user who
+// wants exactly 60 s sets 60 s + 1 ns); an adapter does the same on its driver's config. gocql
+// refills the pool of a host it marked down only on an UP event its own control connection
+// receives or on this tick; with the governor, a 250 ms tick costs no storm (a known-down host
+// still gets one real dial per backoff; a refusal sends nothing) and a host's pool comes back
+// within about a quarter of a second of the governor opening it. After Close the governor holds
+// a down host to one real dial per the interval the user configured.
+const GovernedReconnectInterval = 250 * time.Millisecond
+
+// Driver is what an adapter tells controlconn.New through controlconn.WithDriver. New builds a
+// host-event queue (WithQueueConfig configures it; Close closes it) and hands it to Install.
+type Driver struct {
+	// Install puts the driver's listener on the queue: called once, after the
+	// ControlConnection is built, not at all on error.
+	Install func(q *hostevents.Queue)
+	// TakeGate, with controlconn.WithDialGovernor or WithSharedDialGovernor, is given the
+	// governor once, before New returns successfully, so that the adapter governs its driver's
+	// dials with the budget that governs the ControlConnection's own. Without a governor
+	// option, or on error, it is never called. Nil: a governor option is an error.
+	TakeGate func(g Gate)
+	// Check is called once by the first Start, before it starts connecting, to find what the
+	// application replaced on the driver's configuration since New: each error it returns
+	// (errors.Join for several; each should wrap controlconn.ErrConfigChanged) is logged as a
+	// warning and the whole kept in Status.ConfigChanged. Nil: no check.
+	Check func() error
+	// WriteTimeout bounds one frame write, as the driver does (0: the default, 10 s).
+	WriteTimeout time.Duration
+}
+
+// Gate is one ControlConnection's dial governor as a driver's dialer uses it, around each dial
+// of the driver (its control connection and pools), keyed by the address dialled:
+//
+//	first, err := gate.Admit(ctx, addr)
+//	if err != nil { return err } // refused: nothing sent
+//	conn, err := dial()
+//	gate.Done(ctx, addr, first, err)
+//
+// Its methods are safe for concurrent use and never block longer than a map lookup or two.
+type Gate interface {
+	// SetReconnectInterval tells the gate the driver's reconnect interval as its user
+	// configured it (before the adapter shortens it): after the ControlConnection is closed, a
+	// down host gets one real dial per that interval. Called once, before any dial.
+	SetReconnectInterval(time.Duration)
+	// Admit decides a dial to addr made with ctx (the driver session's context), booking it
+	// if allowed; a refusal is an error wrapping controlconn.ErrGoverned, and the dial must not
+	// be made. first reports a dial of a session that has not connected yet, which is not
+	// governed. Every nil error must be followed by one Done with the same first.
+	Admit(ctx context.Context, addr netip.AddrPort) (first bool, err error)
+	// Done records the outcome of an admitted dial to addr: err is nil if it connected. A
+	// failure while ctx is done (the caller abandoned the dial) says nothing about the host. A
+	// connection while the ControlConnection is down is evidence: it re-arms its recovery.
+	Done(ctx context.Context, addr netip.AddrPort, first bool, err error)
+}
+
+// TLSConfig is the TLS configuration gocql v1.7.0 builds from o (its setupTLSConfig), which
+// controlconn.New uses for its own dials when the ClusterConfig has no HostDialer, and which an
+// adapter gives its driver's dialer when it governs it (gocql v2 follows the same table):
+//
+//	config.InsecureSkipVerify | EnableHostVerification | Result
+//	config is nil             | false                  | do not verify host
+//	config is nil             | true                   | verify host
+//	false                     | false                  | verify host
+//	true                      | false                  | do not verify host
+//	false                     | true                   | verify host
+//	true                      | true                   | verify host
+func TLSConfig(o *gocql.SslOptions) (*tls.Config, error) {
+	var tc *tls.Config
+	if o.Config == nil {
+		tc = &tls.Config{InsecureSkipVerify: !o.EnableHostVerification}
+	} else {
+		tc = o.Config.Clone()
+	}
+	if tc.InsecureSkipVerify && o.EnableHostVerification {
+		tc.InsecureSkipVerify = false
+	}
+	if o.CaPath != "" {
+		if tc.RootCAs == nil {
+			tc.RootCAs = x509.NewCertPool()
+		}
+		pem, err := os.ReadFile(o.CaPath)
+		if err != nil {
+			return nil, fmt.Errorf("controlconn: unable to open CA certs: %w", err)
+		}
+		if !tc.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, errors.New("controlconn: failed parsing CA certs")
+		}
+	}
+	if o.CertPath != "" || o.KeyPath != "" {
+		cert, err := tls.LoadX509KeyPair(o.CertPath, o.KeyPath)
+		if err != nil {
+			return nil, fmt.Errorf("controlconn: unable to load X509 key pair: %w", err)
+		}
+		tc.Certificates = append(tc.Certificates, cert)
+	}
+	return tc, nil
+}

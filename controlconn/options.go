@@ -1,0 +1,90 @@
+package controlconn
+
+import (
+	"log/slog"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
+)
+
+// Option configures a ControlConnection beyond its ClusterConfig and Cadence.
+type Option func(*options)
+
+type options struct {
+	logger      *slog.Logger
+	observer    *Observer // nil: none
+	reconnObs   reconnect.Observer
+	resolver    plan.Resolver
+	queue       *hostevents.Queue
+	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
+	queueOwned  bool                    // queue was created by New from queueConfig
+	rand        func() float64
+	governor    *Governor          // WithDialGovernor; New, and newForDriver with gateTaker
+	shared      *DialGovernor      // WithSharedDialGovernor; as governor
+	gateTaker   func(adapter.Gate) // withDriverGate: a driver adapter takes the governor
+	governed    bool               // the governor is installed on a driver (New, an adapter)
+	configCheck func() error       // withConfigCheck: Start's check of the driver's configuration
+	inner       observer           // New's session check around the user's observer; nil: none
+	bare        bool               // ccopt.Bare: New installs nothing on the ClusterConfig
+	driver      *adapter.Driver    // WithDriver: New serves a driver adapter
+}
+
+// WithLogger sets the logger. The default discards: a library logs only when asked.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithObserver sets the observer: what happens on the connection, to the metadata and in the
+// dial governor, for metrics and logs (see Observer).
+func WithObserver(obs Observer) Option { return func(o *options) { o.observer = &obs } }
+
+// WithReconnectObserver sets the observer of the recovery (attempts, re-arms, delays).
+func WithReconnectObserver(obs reconnect.Observer) Option {
+	return func(o *options) { o.reconnObs = obs }
+}
+
+// WithQueueConfig configures the host-event queue New creates for gocql's host events (its
+// Observer sees them arrive, coalesced and dropped).
+func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) { o.queueConfig = &c } }
+
+// WithDriver is for adapters of other drivers (gocqlv2.New), not applications: New takes the
+// connection settings from the gocql v1 ClusterConfig the adapter translated its driver's
+// configuration into, installs nothing on it, and serves the driver through d (see
+// adapter.Driver). Without d.TakeGate, a governor option is an error.
+func WithDriver(d adapter.Driver) Option { return func(o *options) { o.driver = &d } }
+
+// withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
+func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver = r } }
+
+// withHostEvents makes the ControlConnection consume q's batches as re-arm evidence and push
+// the events of its own connection to q (Source "control"). New creates and installs a queue
+// unless one is given; newWithConfig uses none unless one is given. The caller keeps
+// ownership of a queue it passes: Close does not close it.
+func withHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
+
+// withConfigCheck is for driver adapters (New and gocqlv2.New, through adapter.Driver, pass
+// it): the first Start calls check once, before it starts connecting, to find what the
+// application replaced on the driver's configuration since the constructor installed its
+// listener, dialer and the rest. Each error check returns (errors.Join for several) is logged
+// as a warning, and the whole is kept in Status.ConfigChanged; Start goes on either way. The
+// errors should wrap ErrConfigChanged.
+func withConfigCheck(check func() error) Option {
+	return func(o *options) { o.configCheck = check }
+}
+
+// withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
+// module's other packages through internal/ccopt.WithRand.
+func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
+
+// withInnerObserver sets the observer New's session check puts around the user's.
+func withInnerObserver(obs observer) Option { return func(o *options) { o.inner = obs } }
+
+func init() {
+	ccopt.Register(ccopt.Hooks{
+		WithRand:       func(f func() float64) any { return withRand(f) },
+		Bare:           func() any { return Option(func(o *options) { o.bare = true }) },
+		WithHostEvents: func(q *hostevents.Queue) any { return withHostEvents(q) },
+		WithResolver:   func(r plan.Resolver) any { return withResolver(r) },
+	})
+}
