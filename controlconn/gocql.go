@@ -104,9 +104,8 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	cfg.HostDialer = gocqlDialer
 	governConviction(cfg)
 	inst.dialer, inst.conviction = gocqlDialer, cfg.ConvictionPolicy
-	if cfg.ReconnectInterval == gocqlDefaultReconnectInterval {
-		cfg.ReconnectInterval = governedReconnectInterval
-		inst.interval = governedReconnectInterval
+	if iv := adapter.ReconnectInterval(cfg.ReconnectInterval, gocqlDefaultReconnectInterval); iv != cfg.ReconnectInterval {
+		cfg.ReconnectInterval, inst.interval = iv, iv
 	}
 	return cc, nil
 }

@@ -411,20 +411,16 @@ func (d *governedNetDialer) DialContext(ctx context.Context, network, address st
 	return c, err
 }
 
-// hostAddrPort is the address gocql dials for host, without allocating. gocql's
-// ConnectAddress panics on a host without a valid address; such a host is left to the inner
-// dialer.
+// hostAddrPort is the address gocql dials for host (adapter.AddrPort), without allocating.
+// gocql's ConnectAddress panics on a host without a valid address; such a host is left to the
+// inner dialer.
 func hostAddrPort(host *gocql.HostInfo) (ap netip.AddrPort, ok bool) {
 	defer func() {
 		if recover() != nil {
 			ok = false
 		}
 	}()
-	ip, ok := netip.AddrFromSlice(host.ConnectAddress())
-	if !ok {
-		return netip.AddrPort{}, false
-	}
-	return netip.AddrPortFrom(ip.Unmap(), uint16(host.Port())), true
+	return adapter.AddrPort(host.ConnectAddress(), host.Port())
 }
 
 func parseAddrPort(s string) (netip.AddrPort, bool) {
@@ -451,11 +447,7 @@ func gocqlHostDialer(cfg *gocql.ClusterConfig) (gocql.HostDialer, error) {
 	}
 	d := cfg.Dialer
 	if d == nil {
-		nd := &net.Dialer{Timeout: cfg.ConnectTimeout}
-		if cfg.SocketKeepalive > 0 {
-			nd.KeepAlive = cfg.SocketKeepalive
-		}
-		d = nd
+		d = adapter.NetDialer(cfg.ConnectTimeout, cfg.SocketKeepalive)
 	}
 	return &plainHostDialer{dialer: d, tls: tc}, nil
 }

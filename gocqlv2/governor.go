@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
 	"time"
@@ -33,9 +32,7 @@ func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostD
 	if cluster.Logger != nil {
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}
-	if cluster.ReconnectInterval == v2DefaultReconnectInterval {
-		cluster.ReconnectInterval = adapter.GovernedReconnectInterval
-	}
+	cluster.ReconnectInterval = adapter.ReconnectInterval(cluster.ReconnectInterval, v2DefaultReconnectInterval)
 }
 
 // v2HostDialer is the HostDialer gocql v2.1.2 builds for cluster (connConfig in its
@@ -49,11 +46,7 @@ func v2HostDialer(cluster *gocql.ClusterConfig, tc *tls.Config) gocql.HostDialer
 	}
 	d := cluster.Dialer
 	if d == nil {
-		nd := &net.Dialer{Timeout: cluster.ConnectTimeout}
-		if cluster.SocketKeepalive > 0 {
-			nd.KeepAlive = cluster.SocketKeepalive
-		}
-		d = nd
+		d = adapter.NetDialer(cluster.ConnectTimeout, cluster.SocketKeepalive)
 	}
 	p := &plainDialer{dialer: d}
 	if tc != nil {
@@ -154,12 +147,7 @@ func refusedField(fields []gocql.LogField) bool {
 	return false
 }
 
-// hostAddrPort is the address gocql v2 dials for host, without allocating.
+// hostAddrPort is the address gocql v2 dials for host (adapter.AddrPort), without allocating.
 func hostAddrPort(host *gocql.HostInfo) (netip.AddrPort, bool) {
-	ip, ok := netip.AddrFromSlice(host.ConnectAddress())
-	port := host.Port()
-	if !ok || port <= 0 || port > 65535 {
-		return netip.AddrPort{}, false
-	}
-	return netip.AddrPortFrom(ip.Unmap(), uint16(port)), true
+	return adapter.AddrPort(host.ConnectAddress(), host.Port())
 }

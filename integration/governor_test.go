@@ -306,7 +306,7 @@ func TestGovernedRollingRestart(t *testing.T) {
 		back, gd.gocql, ud.gocql, gd.attempts, ud.attempts, gd.probes, ud.probes, gd.total(), ud.total(), gov.cc.GovernorStats())
 	assert.LessOrEqual(t, back.Max(), rollingDataPathWithin, "every host's governed data path back after its node_up")
 	if !assert.LessOrEqual(t, gd.gocql, ud.gocql, "gocql's dials governed (short reconnect tick) <= ungoverned (60 s)") ||
-		gd.probes > len(ips)-1 || ud.probes > len(ips)-1 {
+		gd.probes > len(ips)-1 || ud.probes > len(ips)-1 { // more than the adoption's: show why
 		for name, p := range map[string]*governedProcess{"governed": gov, "ungoverned": ungov} {
 			for _, d := range p.dials.Dials(begin, end) {
 				t.Logf("%s dial at %s by %s to %s", name, d.At.Sub(begin).Round(time.Millisecond), d.By, d.Addr)
@@ -319,9 +319,13 @@ func TestGovernedRollingRestart(t *testing.T) {
 	assert.LessOrEqual(t, gd.attempts, ud.attempts, "our connection's attempt dials governed <= ungoverned")
 	assert.LessOrEqual(t, gd.total()-gd.probes, ud.total()-ud.probes, "governed dials <= ungoverned (our probes aside)")
 	// Probes: one per other host on each adoption (both processes adopt once, after the last
-	// node's stop), fewer when gocql reported on the host first; the governor passes them.
-	assert.LessOrEqual(t, gd.probes, len(ips)-1, "governed probes: one per other host at most")
-	assert.LessOrEqual(t, ud.probes, len(ips)-1, "ungoverned probes: one per other host at most")
+	// node's stop), fewer when gocql reported on the host first; plus, per restarted node, at
+	// most one for a gocql HostDown that arrived before any evidence newer than the host's last
+	// UP (held and settled by a probe: seen once in the ungoverned process, 5 probes where the
+	// adoption made 4). The governor passes them.
+	maxProbes := len(ips) - 1 + len(ips)
+	assert.LessOrEqual(t, gd.probes, maxProbes, "governed probes: one per other host, one per held HostDown, at most")
+	assert.LessOrEqual(t, ud.probes, maxProbes, "ungoverned probes: one per other host, one per held HostDown, at most")
 }
 
 // dialCounts splits a process's dials that reached the network.

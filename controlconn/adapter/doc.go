@@ -16,5 +16,5 @@
 //
 //	Driver: Check Install TakeGate WriteTimeout
 //	Gate: Admit Done SetReconnectInterval
-//	GovernedReconnectInterval TLSConfig
+//	AddrPort GovernedReconnectInterval NetDialer ReconnectInterval TLSConfig
 package adapter
