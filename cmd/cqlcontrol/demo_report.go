@@ -231,10 +231,11 @@ dials      TCP connections the client opened, counted at its dialer, from the fi
 control    gocql alone: gocql's control connection, its first handshake after the whole cluster
            went down (through gocql's ConnectObserver). With cqlcontrol: cqlcontrol's control
            connection (connected, events registered, metadata read).
-first read a gocqlx read of one row pinned to each host every %v; a host is usable once its
-every host read answers. After a full restart gocql reopens the pools of hosts other than its
-           control host on node-UP events, else on its next ReconnectInterval tick: %s for
-           gocql alone, %s with cqlcontrol.
+reads      a gocqlx read of one row pinned to each host every %v: "first read answered" is the
+           first to answer, "every host usable" when each host's read has answered. After a
+           full restart gocql reopens the pools of hosts other than its control host on node-UP
+           events, else on its next ReconnectInterval tick: %s for gocql alone, %s with
+           cqlcontrol.
 seed       of cqlcontrol's jitter: %d.
 `, governor, r.ControlconnDials, r.ControlconnAttempts, probeInterval,
 		fmtSeconds(r.GocqlAlone.ReconnectIntervalS), fmtSeconds(r.WithControlconn.ReconnectIntervalS), r.Seed)

@@ -162,7 +162,13 @@ func TestDemoTable(t *testing.T) {
 	assert.Contains(t, out, "back within 1.5 s of ready: yes (0.412 s)")
 	assert.Contains(t, out, "fewer dials with cqlcontrol and its governor than gocql alone: yes (22 < 132)")
 	assert.Contains(t, out, "(190 refused in the process, no SYN sent)")
-	assert.Contains(t, out, "60s for\n           gocql alone, 0.25s with cqlcontrol")
+	assert.Contains(t, out, "tick: 60s for gocql alone, 0.25s with\n           cqlcontrol.")
+	for _, line := range strings.Split(out, "\n") {
+		// The legend's labels are one word in a 10-column gutter; a wrapped line starts blank.
+		if label, _, ok := strings.Cut(strings.TrimRight(line, " "), " "); ok && strings.HasPrefix(line, "every") {
+			t.Errorf("legend line starts with a stray word %q: %q", label, line)
+		}
+	}
 	assert.NotContains(t, out, "/metrics", "the metrics URL is said at the start, while it is served")
 
 	res.ControlconnRecoveryS = nil
