@@ -21,7 +21,7 @@ func main() {
 	if err != nil {
 		golane.Fatal(err)
 	}
-	defer cc.Close()
+	defer func() { _ = cc.Close() }()
 	session, err := cluster.CreateSession()
 	if err != nil {
 		golane.Fatal(err)

@@ -30,7 +30,9 @@ type setup struct {
 	cache string // the peers cache (binaries, target dirs, venvs, node_modules, jars)
 }
 
-func (s *setup) path(elem ...string) string { return filepath.Join(append([]string{s.cache}, elem...)...) }
+func (s *setup) path(elem ...string) string {
+	return filepath.Join(append([]string{s.cache}, elem...)...)
+}
 
 var lanes = []*lane{
 	goLane("gocql", "gocql", "gocql v1.7.0"),

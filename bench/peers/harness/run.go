@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,8 @@ type Run struct {
 	ErrorKinds []string `json:"error_kinds,omitempty"`
 	// RestartS: last node down → every node answering CQL again (the cluster's own time).
 	RestartS float64 `json:"restart_s"`
+	// Load1: the machine's 1-minute load average when the stop began (other work on it too).
+	Load1 float64 `json:"load1"`
 }
 
 // hostState is what the harness knows of one host's pinned query.
@@ -135,6 +138,7 @@ func measure(ctx context.Context, p realcluster.Provider, l *lane, s *setup, syn
 	}
 	stopAt = time.Now()
 	r.At = stopAt.UTC().Format(time.RFC3339)
+	r.Load1 = load1()
 	for _, st := range states {
 		st.errorsAt0 = st.errors
 	}
@@ -167,12 +171,16 @@ func measure(ctx context.Context, p realcluster.Provider, l *lane, s *setup, syn
 		case ln, open := <-proc.Lines:
 			if !open {
 				r.Reason = "lane exited during the outage (see its log " + tag + ".log)"
-				<-restarted
+				if err := <-restarted; err != nil {
+					r.Reason += "; cluster restart: " + err.Error()
+				}
 				return r
 			}
 			if err := apply(ln); err != nil {
 				r.Reason = err.Error()
-				<-restarted
+				if err := <-restarted; err != nil {
+					r.Reason += "; cluster restart: " + err.Error()
+				}
 				return r
 			}
 		}
@@ -232,6 +240,15 @@ func measure(ctx context.Context, p realcluster.Provider, l *lane, s *setup, syn
 	}
 	sort.Strings(r.ErrorKinds)
 	return r
+}
+
+// load1 is the 1-minute load average (0 if unknown).
+func load1() float64 {
+	var l float64
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		_, _ = fmt.Sscanf(string(b), "%f", &l)
+	}
+	return l
 }
 
 func secs(d time.Duration) float64 { return float64(d.Milliseconds()) / 1000 }
