@@ -10,10 +10,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -176,6 +178,10 @@ func run(ctx context.Context, cfg config) error {
 				case p == nil:
 					r = Run{Lane: l.Name, Driver: l.Driver, Cluster: name, OutageS: outage.Seconds(), Status: "failed", Reason: fmt.Sprintf("cluster did not start: %v", err)}
 				default:
+					if err := ensureUp(ctx, p); err != nil {
+						r = Run{Lane: l.Name, Driver: l.Driver, Cluster: name, OutageS: outage.Seconds(), Status: "failed", Reason: err.Error()}
+						break
+					}
 					logf("%s, %v outage: %s", name, outage, l.Name)
 					r = measure(ctx, p, l, s, syn, outage, cfg.wait, logDir)
 				}
@@ -197,6 +203,25 @@ func run(ctx context.Context, cfg config) error {
 		return ctx.Err()
 	}
 	return save()
+}
+
+// ensureUp restarts any node of p that does not answer a CQL handshake (a restart that failed
+// in the run before), so that every lane starts against the whole cluster.
+func ensureUp(ctx context.Context, p realcluster.Provider) error {
+	for i, h := range p.Hosts() {
+		hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := realcluster.AnswersCQL(hctx, net.JoinHostPort(h, strconv.Itoa(p.Port())))
+		cancel()
+		if err == nil {
+			continue
+		}
+		logf("node %s does not answer CQL (%v): restarting it", h, err)
+		_ = p.Stop(i)
+		if err := p.Start(ctx, i); err != nil {
+			return fmt.Errorf("node %s did not come back before the lane: %w", h, err)
+		}
+	}
+	return nil
 }
 
 // clusterName is what a cluster that could not start is called in the results.
