@@ -60,7 +60,7 @@ traces:
 # bench/peers/results.json, bench/peers/peers.png/.svg and the table in BENCHMARKS.md. Each
 # driver is installed under $(PEERS_CACHE) by the lane's own files (Cargo.lock, pom.xml,
 # requirements*.txt, package-lock.json); a lane whose toolchain is missing is reported missing.
-# Needs root (nftables, the lanes' group ID). About 70 minutes on two cores. PEERS_FLAGS narrows
+# Needs root (nftables, the lanes' group ID). About 50 minutes on two cores. PEERS_FLAGS narrows
 # a run (-lanes java,rust -clusters cqlsim -outages 5s; its rows replace those in results.json).
 PEERS_CACHE ?= $(or $(CQLCONTROL_CACHE),$(HOME)/.cache/cqlcontrol)/peers
 peers:
