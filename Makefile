@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race allocs vet gocqlv2 consumer lint bench fuzz soak long real traces demo sim image clean
+.PHONY: test race allocs vet gocqlv2 consumer lint bench fuzz soak long real traces peers demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector, then the
 # allocation tests again without it (the race detector's instrumentation allocates, so they
@@ -53,6 +53,20 @@ real:
 traces:
 	CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'TestRealConformance' ./realcluster/
 
+# Side by side with the other drivers (docs/peers.md): each lane of bench/peers alone (gocql v1,
+# gocql v2, cqlcontrol ungoverned, governed, governed on v2, Java driver 4, scylla-rust, the
+# Python driver and scylla-driver, Node.js) through full-cluster stops of 20 s and 60 s on real
+# Cassandra 5.0.8 (3 JVMs on 127.0.0.41-43) and on cqlsim, SYNs counted by nftables. Writes
+# bench/peers/results.json, bench/peers/peers.png/.svg and the table in BENCHMARKS.md. Each
+# driver is installed under $(PEERS_CACHE) by the lane's own files (Cargo.lock, pom.xml,
+# requirements*.txt, package-lock.json); a lane whose toolchain is missing is reported missing.
+# Needs root (nftables, the lanes' group ID). About 50 minutes on two cores. PEERS_FLAGS narrows
+# a run (-lanes java,rust -clusters cqlsim -outages 5s; its rows replace those in results.json).
+PEERS_CACHE ?= $(or $(CQLCONTROL_CACHE),$(HOME)/.cache/cqlcontrol)/peers
+peers:
+	@command -v nft >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; }
+	cd bench/peers && $(GO) run ./harness -cache $(PEERS_CACHE) $(PEERS_FLAGS)
+
 # golangci-lint at a pinned version, built from the module proxy on first use (cached after);
 # .golangci.yml says which linters and why any finding kind is left out.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -61,6 +75,7 @@ lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GOLANGCI_LINT) run ./...
 	cd gocqlv2 && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	cd bench/peers && $(GO) vet ./... && $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
 # Fuzz each target for FUZZTIME (the regular tests replay the committed corpus under
 # testdata/fuzz; a failing input the fuzzer finds is written there too).
