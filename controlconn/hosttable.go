@@ -99,7 +99,7 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 	seen := map[string]bool{}
 	if snap := cc.store.Current(); snap != nil {
 		for h, st := range snap.All() {
-			ph := plan.PlanHost{Endpoint: Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}}
+			ph := plan.PlanHost{Endpoint: cc.endpointOf(h)}
 			switch st {
 			case metadata.StateUp:
 				ph.Belief = plan.BeliefUp
@@ -123,6 +123,12 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 	cc.forgetRemoved(hosts)
 }
 
+// endpointOf is the Endpoint ours dials for h: its address through the AddressTranslator.
+func (cc *ControlConnection) endpointOf(h metadata.Host) Endpoint {
+	return Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}
+}
+
+// translate is ip:port through the configured AddressTranslator, if any.
 func (cc *ControlConnection) translate(ip net.IP, port int) string {
 	if cc.cfg.AddressTranslator != nil {
 		ip, port = cc.cfg.AddressTranslator.Translate(ip, port)

@@ -100,7 +100,7 @@ func (cc *ControlConnection) scheduleProbes(o *owner, l *link) {
 		if h.HostID() == l.ep.HostID {
 			continue
 		}
-		ep := Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()}
+		ep := cc.endpointOf(h)
 		at := now.Add(time.Duration(cc.rand() * float64(probeSpread)))
 		if ep.Addr == o.lostFrom {
 			at = now
@@ -257,7 +257,7 @@ func (cc *ControlConnection) reportState(o *owner, p pendingState) (unknown, hel
 			if h, ok := snap.Host(p.hostID); ok && snap.State(p.hostID) == metadata.StateUp { // down already: nothing to overrule
 				r.held = &p
 				cc.log.Debug("session HostDown older than the host's UP: probing", "host_id", p.hostID)
-				cc.startProbe(o, Endpoint{Addr: cc.translate(h.ConnectAddress(), h.Port()), HostID: h.HostID(), DC: h.DataCenter()})
+				cc.startProbe(o, cc.endpointOf(h))
 				return false, true
 			}
 		}
