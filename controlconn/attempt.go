@@ -12,19 +12,25 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
-// refusedDial is a dial of ours that the host's address refused (nothing listens on its native
-// port): evidence, at the time, that the node is down.
-type refusedDial struct {
-	ep Endpoint
-	at time.Time
+// dialOutcome is a dial of ours that said something about its host, for run's host table: it
+// connected, or it failed (not abandoned, not refused by the governor). refused: the host's
+// address refused it (nothing listens on its native port), evidence at the time that the node
+// is down.
+type dialOutcome struct {
+	ep      Endpoint
+	at      time.Time
+	ok      bool
+	refused bool
 }
 
-// attempt is one connection attempt: plan, staggered dials, first metadata read. It runs on
-// its own goroutine; run sends it the hosts evidenced while it runs, dialled at once. It also
-// returns the dials that were refused, evidence for run's host table.
-func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, evidence <-chan Endpoint) (*link, []refusedDial, error) {
+// attempt is one connection attempt: plan (from view, the host table's record of our dials as
+// the attempt started), staggered dials, first metadata read. It runs on its own goroutine; run
+// sends it the hosts evidenced while it runs, dialled at once. Its result also carries its
+// dials' outcomes and the contact points it resolved, for run's host table.
+func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, view plan.View, evidence <-chan Endpoint) attemptResult {
 	hosts := *cc.planHosts.Load()
-	hostPlan := cc.planner.Plan(time.Now(), plan.PlanInput{
+	var res attemptResult
+	hostPlan := view.Plan(time.Now(), plan.PlanInput{
 		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: plan.PlanLimit(a),
 	})
 	head := append([]Endpoint(nil), hostPlan.Endpoints...)
@@ -35,25 +41,24 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, e
 		if err != nil {
 			cc.log.Warn("contact point lookup failed", "err", err)
 		}
-		return cc.planner.Admit(time.Now(), hostPlan, contacts, hosts)
+		res.contacts = make([]string, len(contacts))
+		for i, c := range contacts {
+			res.contacts[i] = c.Addr
+		}
+		return hostPlan.Admit(time.Now(), contacts, hosts)
 	}
 	cc.log.Debug("attempt", "recovery", a.Recovery, "n", a.N, "rearmed", a.ReArmed, "reason", a.Reason, "hint", a.Hint, "plan", len(head))
-	var refused []refusedDial
 	done := func(ep Endpoint, err error, took time.Duration) { // on staggerDial's goroutine
-		cc.dialDone(ep, err, took)
-		if errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, ErrGoverned) {
-			refused = append(refused, refusedDial{ep: ep, at: time.Now()})
+		if d, ok := cc.dialDone(ep, err, took); ok {
+			res.dials = append(res.dials, d)
 		}
 	}
-	l, err := staggerDial(ctx, head, tail, evidence, cc.cad.StaggerDelay, cc.dialHost, done)
-	if err != nil {
-		if Classify(err).Permanent() {
-			cc.log.Error("control connection attempt failed permanently", "class", Classify(err), "err", err)
-			return nil, refused, reconnect.NonRetryable(err)
-		}
-		return nil, refused, err
+	res.l, res.err = staggerDial(ctx, head, tail, evidence, cc.cad.StaggerDelay, cc.dialHost, done)
+	if res.err != nil && Classify(res.err).Permanent() {
+		cc.log.Error("control connection attempt failed permanently", "class", Classify(res.err), "err", res.err)
+		res.err = reconnect.NonRetryable(res.err)
 	}
-	return l, refused, nil
+	return res
 }
 
 // dialHost dials one host and reads its metadata: a host that connects but cannot serve the
@@ -91,15 +96,18 @@ func (cc *ControlConnection) dialHost(ctx context.Context, ep Endpoint) (*link, 
 	return l, nil
 }
 
-// dialDone records a finished dial (attempt goroutine).
-func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration) {
+// dialDone reports a finished dial and returns its outcome for the host table, if it says
+// something about the host (attempt goroutine).
+func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration) (dialOutcome, bool) {
 	cc.obs.DialFinished(ep, err, took)
+	d := dialOutcome{ep: ep, at: time.Now(), ok: err == nil}
 	switch {
 	case err == nil:
-		cc.planner.DialSucceeded(ep.Addr)
 	case errors.Is(err, ErrLostRace), errors.Is(err, context.Canceled), errors.Is(err, ErrGoverned):
+		return d, false
 	default:
-		cc.planner.DialFailed(ep.Addr, time.Now())
+		d.refused = errors.Is(err, syscall.ECONNREFUSED)
 		cc.log.Debug("dial failed", "addr", ep.Addr, "class", Classify(err), "err", err, "took", took)
 	}
+	return d, true
 }

@@ -42,13 +42,13 @@ func onBatchTime(t testing.TB, n int) time.Duration {
 		o := cc.newOwner()
 		cc.onBatch(o, added) // the hosts become known
 		for _, h := range *cc.planHosts.Load() {
-			cc.planner.DialFailed(h.Addr, time.Now())
+			o.hosts.dials.DialFailed(h.Addr, time.Now())
 		}
 		start := time.Now()
 		cc.onBatch(o, up)
 		best = min(best, time.Since(start))
 		for _, h := range *cc.planHosts.Load() {
-			require.True(t, cc.planner.NextEligible(h.Addr).IsZero(), "%s: evidence forgets the failed dial", h.Addr)
+			require.True(t, o.hosts.dials.NextEligible(h.Addr).IsZero(), "%s: evidence forgets the failed dial", h.Addr)
 		}
 	}
 	return best

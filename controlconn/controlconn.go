@@ -78,8 +78,8 @@ type ControlConnection struct {
 	connCfg   cqlconn.ConnConfig
 	log       *slog.Logger
 	obs       observer
-	rec       *reconnect.Recovery // owned by run (by Close if run never started)
-	planner   *plan.Planner
+	rec       *reconnect.Recovery  // owned by run (by Close if run never started)
+	newDials  func() *plan.Planner // the record of our dials each run starts with (owner.hosts.dials)
 	store     *metadata.Store
 	resolver  plan.Resolver
 	reconnObs reconnect.Observer     // the Recovery's observer (ReconnectNow reports to it too)
@@ -103,15 +103,17 @@ type ControlConnection struct {
 	dataLags atomic.Pointer[map[string]time.Duration] // by address, copy on write; written by run
 	dataObs  dataObserver
 
-	closeErr    error           // the current connection's Close error (written by run at Close)
-	refreshReqs chan chan error // Refresh callers -> run
-	manual      chan struct{}   // cap 1: ReconnectNow -> run
-	dialed      chan string     // cap 1: the governor's evidence (an address a gocql dial reached) -> run
-	probeSem    chan struct{}   // cap probeConcurrency: probes in flight
-	rand        func() float64  // uniform in [0,1): probe jitter (the Recovery has its own)
-	firstUp     chan struct{}   // closed by run on its first connection
-	closing     chan struct{}   // closed by Close
-	ctx         context.Context // canceled by Close; bounds run's and its workers' work
+	closeErr    error                // the current connection's Close error (written by run at Close)
+	refreshReqs chan chan error      // Refresh callers -> run
+	manual      chan struct{}        // cap 1: ReconnectNow -> run
+	dialed      chan string          // cap 1: the governor's evidence (an address a gocql dial reached) -> run
+	evMu        sync.Mutex           // guards evAddrs
+	evAddrs     map[string]time.Time // every address the governor's evidence named, with when, until run takes them (dialed coalesces)
+	probeSem    chan struct{}        // cap probeConcurrency: probes in flight
+	rand        func() float64       // uniform in [0,1): probe jitter (the Recovery has its own)
+	firstUp     chan struct{}        // closed by run on its first connection
+	closing     chan struct{}        // closed by Close
+	ctx         context.Context      // canceled by Close; bounds run's and its workers' work
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup // run, its refresh and probe workers
 
@@ -201,7 +203,7 @@ func newWithConfig(cfg config, opts ...Option) (*ControlConnection, error) {
 			}
 		}
 	}
-	cc.planner = plan.NewPlanner(plan.DefaultDownBackoffBase, cad.DelayCap, shuffle)
+	cc.newDials = func() *plan.Planner { return plan.NewPlanner(plan.DefaultDownBackoffBase, cad.DelayCap, shuffle) }
 	cc.connCfg = cfg.Conn
 	cc.connCfg.ConnectTimeout = cad.ConnectTimeout
 	cc.connCfg.HeartbeatInterval = cad.HeartbeatInterval

@@ -61,7 +61,7 @@ func (cc *ControlConnection) controlEvent(o *owner, addr *primitive.Inet, kind h
 		}
 	}
 	if kind == hostevents.KindAdded { // evidence for the planner (UP is, in believe)
-		cc.planner.Evidence(cmp.Or(ev.HostID, net.JoinHostPort(addr.Addr.String(), strconv.Itoa(int(addr.Port)))), *cc.planHosts.Load())
+		o.hosts.evidence(cmp.Or(ev.HostID, net.JoinHostPort(addr.Addr.String(), strconv.Itoa(int(addr.Port)))), *cc.planHosts.Load(), ev.At)
 	}
 	cc.believe(o, ev, false)
 	if cc.queue != nil {
@@ -91,9 +91,10 @@ func (cc *ControlConnection) believe(o *owner, e hostevents.Event, held bool) (h
 	switch e.Kind {
 	case hostevents.KindUp:
 		o.hosts.believe(key, ep, plan.BeliefUp)
-		cc.planner.Evidence(hint, *cc.planHosts.Load())
+		at := cmp.Or(e.At, time.Now())
+		o.hosts.evidence(hint, *cc.planHosts.Load(), at)
 		if ep.Addr != "" {
-			cc.planner.Evidence(ep.Addr, nil)
+			o.hosts.evidence(ep.Addr, nil, at)
 		}
 	case hostevents.KindAdded:
 		o.hosts.added(key, ep)

@@ -534,15 +534,33 @@ func governOwnDials(g *dialGovernor, c *config) {
 }
 
 // dialEvidence is the governor's evidence sink: a gocql dial connected to addr while our
-// connection was down. Our planner forgets addr's failures and run re-arms the Recovery, as for
-// gocql's HostUp; neither blocks the dialling goroutine: evidence that finds run's slot full is
-// coalesced into the one waiting there, and reported so (every re-arm has one verdict).
+// connection was down. run forgets our dials' failures of addr (takeDialEvidence) and re-arms
+// the Recovery, as for gocql's HostUp; neither blocks the dialling goroutine: evidence that
+// finds run's slot full is coalesced into the one waiting there, and reported so (every re-arm
+// has one verdict), but its address is still noted for run.
 func (cc *ControlConnection) dialEvidence(addr string) {
-	cc.planner.Evidence(addr, nil)
+	cc.evMu.Lock()
+	if cc.evAddrs == nil {
+		cc.evAddrs = map[string]time.Time{}
+	}
+	cc.evAddrs[addr] = time.Now()
+	cc.evMu.Unlock()
 	select {
 	case cc.dialed <- addr:
 	default:
 		cc.reconnObs.ReArmSuppressed(reconnect.ReasonHostUp, reconnect.SuppressCoalesced)
+	}
+}
+
+// takeDialEvidence applies to the host table every address the governor's evidence named since
+// run last took them (owner goroutine).
+func (cc *ControlConnection) takeDialEvidence(o *owner) {
+	cc.evMu.Lock()
+	taken := cc.evAddrs
+	cc.evAddrs = nil
+	cc.evMu.Unlock()
+	for addr, at := range taken {
+		o.hosts.evidence(addr, nil, at)
 	}
 }
 

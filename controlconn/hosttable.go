@@ -27,26 +27,55 @@ type hostRecord struct {
 	held     *pendingState // a session HostDown not newer than upAt, until its probe answers
 }
 
-// hostTable is the worker's table of hostRecords, by host ID, else (a host event naming no
-// host ID) by address (owner goroutine).
-type hostTable map[string]*hostRecord
+// hostTable is the worker's one table of what is known about each host (owner goroutine):
+// what host events, probes and our refused dials said of it (hostRecords, by host ID, else by
+// address for a host event naming no host ID), and what our own dials met (dials, by address
+// dialled: failures, backoff, evidence of up, the record the planner orders an attempt's hosts
+// from). It is pruned in one place (pruneHosts). Attempts plan from a copy (dials.View), and
+// their dials' outcomes come back with their results (finishAttempt).
+type hostTable struct {
+	recs  map[string]*hostRecord
+	dials *plan.Planner
+}
+
+func newHostTable(dials *plan.Planner) hostTable {
+	return hostTable{recs: map[string]*hostRecord{}, dials: dials}
+}
 
 // get returns id's record, creating it.
 func (t hostTable) get(id string) *hostRecord {
-	r, ok := t[id]
+	r, ok := t.recs[id]
 	if !ok {
 		r = &hostRecord{}
-		t[id] = r
+		t.recs[id] = r
 	}
 	return r
 }
 
 // seq is the number of reports applied about id (0 for a host never reported on).
 func (t hostTable) seq(id string) uint64 {
-	if r, ok := t[id]; ok {
+	if r, ok := t.recs[id]; ok {
 		return r.seq
 	}
 	return 0
+}
+
+// evidence notes that hint (a host ID, "ip" or "ip:port") was up at at: our dials' failures of
+// its addresses no longer hold it back (hosts: the hosts published, to find them by ID or IP).
+func (t hostTable) evidence(hint string, hosts []plan.PlanHost, at time.Time) {
+	t.dials.Evidence(hint, hosts, at)
+}
+
+// dialed records the outcomes of an attempt's dials, in the order they ended, as it ends.
+func (t hostTable) dialed(outcomes []dialOutcome) {
+	for _, d := range outcomes {
+		if d.ok {
+			t.dials.DialSucceeded(d.ep.Addr)
+		} else {
+			t.dials.DialFailed(d.ep.Addr, d.at)
+		}
+	}
+	t.dials.AttemptEnded()
 }
 
 // sawUp notes evidence, at at, that id was up.
@@ -63,7 +92,7 @@ func (t hostTable) sawUp(id string, at time.Time) {
 // and a held HostDown whose probe belonged to the connection before is applied by the probes
 // of this one instead.
 func (t hostTable) adopted() {
-	for _, r := range t {
+	for _, r := range t.recs {
 		r.reported, r.held = false, nil
 	}
 }
@@ -86,7 +115,7 @@ func (t hostTable) added(key string, ep Endpoint) {
 
 // removed forgets what host events said of the host keyed key (announced removed).
 func (t hostTable) removed(key string) {
-	if r, ok := t[key]; ok {
+	if r, ok := t.recs[key]; ok {
 		r.believed, r.belief, r.ep = false, plan.BeliefUnknown, Endpoint{}
 	}
 }
@@ -106,14 +135,14 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 			case metadata.StateDown:
 				ph.Belief = plan.BeliefDown
 			}
-			if r, ok := o.hosts[h.HostID()]; ok && r.believed {
+			if r, ok := o.hosts.recs[h.HostID()]; ok && r.believed {
 				ph.Belief = r.belief
 			}
 			seen[h.HostID()] = true
 			hosts = append(hosts, ph)
 		}
 	}
-	for key, r := range o.hosts {
+	for key, r := range o.hosts.recs {
 		if !r.believed || seen[key] || r.ep.Addr == "" {
 			continue
 		}
@@ -139,10 +168,11 @@ func (cc *ControlConnection) translate(ip net.IP, port int) string {
 // pruneHosts forgets, after a metadata read the store accepted, the records of hosts the
 // cluster no longer lists (removed, or an address a host no longer has): publishHosts would
 // otherwise keep them among the hosts of every plan and every host table for good, and the
-// table would grow with address churn (owner goroutine).
+// table would grow with address churn. Our dials' records of such addresses go too, except the
+// contact points' (owner goroutine).
 func (cc *ControlConnection) pruneHosts(o *owner) {
 	snap := cc.store.Current()
-	if snap == nil || len(o.hosts) == 0 {
+	if snap == nil {
 		return
 	}
 	listed := map[string]bool{}
@@ -151,11 +181,12 @@ func (cc *ControlConnection) pruneHosts(o *owner) {
 		listed[h.ConnectAddress().String()] = true
 		listed[cc.translate(h.ConnectAddress(), h.Port())] = true
 	}
-	for key, r := range o.hosts {
+	for key, r := range o.hosts.recs {
 		if !listed[strings.ToLower(key)] && (r.ep.Addr == "" || !listed[r.ep.Addr]) {
-			delete(o.hosts, key)
+			delete(o.hosts.recs, key)
 		}
 	}
+	o.hosts.dials.Retain(func(addr string) bool { return listed[addr] || o.contacts[addr] })
 }
 
 // forgetRemoved tells the host tables keyed by address, the governor's and the cache of gocql's
@@ -184,13 +215,16 @@ func (cc *ControlConnection) forgetRemoved(hosts []plan.PlanHost) {
 // on its native port), unless newer evidence says the host is up: without it a node that
 // restarted while ours was away, and that nobody reported down, would never be seen going
 // down nor coming back (owner goroutine, as an attempt ends, before any adoption).
-func (cc *ControlConnection) refusedDials(o *owner, refused []refusedDial) {
+func (cc *ControlConnection) refusedDials(o *owner, dials []dialOutcome) {
 	snap := cc.store.Current()
-	if snap == nil || len(refused) == 0 {
+	if snap == nil || len(dials) == 0 {
 		return
 	}
 	changed := false
-	for _, d := range refused {
+	for _, d := range dials {
+		if !d.refused {
+			continue
+		}
 		id := d.ep.HostID
 		if id == "" {
 			for h := range snap.All() {

@@ -134,7 +134,7 @@ func (cc *ControlConnection) dueProbes(o *owner) {
 	for len(o.probes) > 0 && !o.probes[0].at.After(now) {
 		p := o.probes[0]
 		o.probes = o.probes[1:]
-		if r, ok := o.hosts[p.ep.HostID]; p.gen != o.gen || ok && r.reported {
+		if r, ok := o.hosts.recs[p.ep.HostID]; p.gen != o.gen || ok && r.reported {
 			continue // the connection is gone, or someone reported on the host since
 		}
 		cc.startProbe(o, p.ep)
@@ -196,7 +196,7 @@ func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, er
 // onProbed applies a probe's verdict unless it is stale. A probe that settles a held HostDown
 // and gives no verdict applies the HostDown.
 func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
-	rec, ok := o.hosts[r.hostID]
+	rec, ok := o.hosts.recs[r.hostID]
 	current := ok && r.gen == o.gen && rec.seq == r.seq
 	if r.err != nil {
 		if r.gen == o.gen && cc.ctx.Err() == nil {

@@ -20,9 +20,10 @@ const closeGrace = 50 * time.Millisecond
 
 // attemptResult is what the attempt goroutine hands back to run.
 type attemptResult struct {
-	l       *link
-	refused []refusedDial
-	err     error
+	l        *link
+	dials    []dialOutcome // the attempt's dials that said something about their host, in the order they ended
+	contacts []string      // the contact points' addresses it resolved (nil: it resolved none)
+	err      error
 }
 
 // running is the attempt in flight.
@@ -46,7 +47,8 @@ type owner struct {
 	periodic      *time.Timer
 	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
 	adoptions     int                     // connections adopted so far
-	hosts         hostTable               // by host ID, else address: beliefs, evidence of liveness, reports applied, held HostDowns
+	hosts         hostTable               // what is known about each host: events, probes, our dials' outcomes
+	contacts      map[string]bool         // the contact points' addresses our attempts resolved last: their dial records are kept
 	sawUp         map[string]sawUp        // by hostevents key: UP announced on our connection, gocql's HostUp awaited
 	probes        []scheduledProbe        // by time: the probes of the current connection still to start
 	probeTimer    *time.Timer             // fires at probes[0].at
@@ -63,7 +65,8 @@ func (cc *ControlConnection) newOwner() *owner {
 		results:       make(chan attemptResult, 1),
 		periodic:      time.NewTimer(time.Hour),
 		refreshed:     make(chan refreshResult, 1),
-		hosts:         hostTable{},
+		hosts:         newHostTable(cc.newDials()),
+		contacts:      map[string]bool{},
 		sawUp:         map[string]sawUp{},
 		probeTimer:    time.NewTimer(time.Hour),
 		pendingStates: map[string]pendingState{},
@@ -128,6 +131,7 @@ func (cc *ControlConnection) run() {
 		case <-cc.manual:
 			cc.reArm(o, reconnect.ReasonManual, "")
 		case addr := <-cc.dialed:
+			cc.takeDialEvidence(o)
 			cc.reArm(o, reconnect.ReasonHostUp, addr)
 		case w := <-cc.refreshReqs:
 			o.pending = append(o.pending, w)
@@ -166,10 +170,8 @@ func (cc *ControlConnection) startAttempt(o *owner, a reconnect.Attempt) {
 	ctx, cancel := context.WithCancel(cc.ctx)
 	r := &running{cancel: cancel, evidence: make(chan Endpoint, 1)}
 	o.attempt = r
-	go func() {
-		l, refused, err := cc.attempt(ctx, a, r.evidence)
-		o.results <- attemptResult{l: l, refused: refused, err: err}
-	}()
+	view := o.hosts.dials.View()
+	go func() { o.results <- cc.attempt(ctx, a, view, r.evidence) }()
 }
 
 // finishAttempt reports the attempt's end to the Recovery and adopts what it connected.
@@ -179,7 +181,14 @@ func (cc *ControlConnection) finishAttempt(o *owner, r attemptResult) {
 	if r.err == nil && r.l == nil {
 		r.err = errNoLink
 	}
-	cc.refusedDials(o, r.refused)
+	o.hosts.dialed(r.dials)
+	if r.contacts != nil {
+		clear(o.contacts)
+		for _, a := range r.contacts {
+			o.contacts[a] = true
+		}
+	}
+	cc.refusedDials(o, r.dials)
 	switch o.rec.Finish(time.Now(), r.err) {
 	case reconnect.OutcomeSuccess:
 		cc.adopt(o, r.l)
@@ -322,7 +331,7 @@ func (cc *ControlConnection) lose(o *owner) {
 	}
 	o.rec.Lost(now)
 	o.lostFrom = l.ep.Addr
-	cc.planner.Suspect(l.ep.Addr, now) // dial it after the others: its loss is why we are here
+	o.hosts.dials.Suspect(l.ep.Addr, now) // dial it after the others: its loss is why we are here
 	cc.gov.Lost(l.ep.Addr)
 	cc.lastLoss.Store(&lossInfo{ep: l.ep, err: err, at: time.Now()})
 	cc.obs.Lost(l.ep, err, uptime)

@@ -245,3 +245,30 @@ func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 		assert.Equal(t, 5*time.Second, took, "the host's one deadline")
 	})
 }
+
+// Our dials' records are part of the worker's host table and pruned with it (issue 18, defect
+// 7): after a metadata read, the record of an address the cluster no longer lists goes, a
+// listed host's and a contact point's stay.
+func TestOurDialRecordsArePrunedWithTheHostTable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(2)
+		defer func() { assert.NoError(t, c.Close()) }()
+		cc := newTestCC(t, c, Cadence{})
+		defer func() { assert.NoError(t, cc.Close()) }()
+		o := cc.newOwner()
+		defer o.periodic.Stop()
+		l, err := cc.dialHost(context.Background(), Endpoint{Addr: c.Node(0).Addr()})
+		require.NoError(t, err)
+		cc.adopt(o, l)
+		listed, gone, contact := c.Node(1).Addr(), "10.9.9.9:9042", "10.9.9.10:9042"
+		o.hosts.dials.View()
+		o.hosts.dialed([]dialOutcome{{ep: Endpoint{Addr: listed}, at: time.Now()}, {ep: Endpoint{Addr: gone}, at: time.Now()}, {ep: Endpoint{Addr: contact}, at: time.Now()}})
+		o.contacts[contact] = true
+		require.Equal(t, 3, o.hosts.dials.Records())
+		cc.pruneHosts(o)
+		assert.Equal(t, 2, o.hosts.dials.Records())
+		assert.True(t, o.hosts.dials.NextEligible(gone).IsZero(), "the address no longer listed is forgotten")
+		assert.False(t, o.hosts.dials.NextEligible(listed).IsZero(), "a listed host's record stays")
+		assert.False(t, o.hosts.dials.NextEligible(contact).IsZero(), "a contact point's record stays")
+	})
+}

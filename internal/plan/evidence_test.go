@@ -33,7 +33,7 @@ func TestEvidenceIndexMatchesScan(t *testing.T) {
 			indexed.DialFailed(h.Addr, t0)
 			scanned[h.Addr] = true
 		}
-		indexed.Evidence(hint, hosts)
+		indexed.Evidence(hint, hosts, t0)
 		delete(scanned, hint)
 		for _, h := range hosts {
 			if matchesHint(h.Endpoint, hint) {
@@ -44,4 +44,33 @@ func TestEvidenceIndexMatchesScan(t *testing.T) {
 			assert.Equal(t, scanned[h.Addr], !indexed.NextEligible(h.Addr).IsZero(), "hint %q, host %s", hint, h.Addr)
 		}
 	}
+}
+
+// The outcomes of an attempt's dials are recorded when it ends: a failure from before evidence
+// that arrived meanwhile is stale, one from after it stands, and once the attempt has ended
+// nothing is remembered of the evidence.
+func TestFailureReportedAfterNewerEvidenceIsStale(t *testing.T) {
+	p := NewPlanner(time.Second, time.Minute, noShuffle)
+	a, b := "10.0.0.1:9042", "10.0.0.2:9042"
+	p.View() // an attempt starts
+	p.Evidence(a, nil, t0.Add(time.Second))
+	p.Evidence(b, nil, t0.Add(time.Second))
+	p.DialFailed(a, t0)                            // dialled before the evidence
+	p.DialFailed(b, t0.Add(1500*time.Millisecond)) // after it
+	p.AttemptEnded()
+	assert.True(t, p.NextEligible(a).IsZero(), "a failure older than the evidence is stale")
+	assert.Equal(t, t0.Add(2500*time.Millisecond), p.NextEligible(b), "a failure newer than the evidence stands")
+	p.DialFailed(a, t0)
+	assert.False(t, p.NextEligible(a).IsZero(), "after the attempt, the evidence is forgotten")
+}
+
+// Retain forgets the records of addresses the cluster no longer has.
+func TestRetainForgetsRecords(t *testing.T) {
+	p := NewPlanner(time.Second, time.Minute, noShuffle)
+	for i := range 10 {
+		p.DialFailed(fmt.Sprintf("10.0.0.%d:9042", i), t0)
+	}
+	p.Retain(func(addr string) bool { return addr == "10.0.0.3:9042" })
+	assert.Equal(t, 1, p.Records())
+	assert.False(t, p.NextEligible("10.0.0.3:9042").IsZero())
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
@@ -70,26 +69,48 @@ func PlanLimit(a reconnect.Attempt) int {
 	return BlindAttemptHosts
 }
 
-// Planner orders the hosts of each attempt and remembers, per address, the dials that failed.
-// In an attempt started by evidence (a re-arm) a known-down host is dialled at most once per
-// its own backoff: after k consecutive failures it waits min(base·2^(k-1), max) before it is
-// dialled again, so evidence arriving twice a second cannot make dead hosts be dialled twice
-// a second. Attempts of the blind schedule ignore that backoff (the schedule is theirs); the
-// first of a recovery dials every known host, so that a live host is found at once when only
-// some are down, and the later ones (PlanInput.Limit) dial BlindAttemptHosts of them in turn,
-// the least recently failed first, so that their cost does not grow with the cluster. The
-// evidenced host ignores its backoff and every limit, and so does the longest-waiting host when
-// every candidate would otherwise be skipped, so an attempt always dials at least one host.
+// Planner is the record of our own dials, by address, and the rules that order the hosts of
+// an attempt from it. In an attempt started by evidence (a re-arm) a known-down host is
+// dialled at most once per its own backoff: after k consecutive failures it waits
+// min(base·2^(k-1), max) before it is dialled again, so evidence arriving twice a second cannot
+// make dead hosts be dialled twice a second. Attempts of the blind schedule ignore that backoff
+// (the schedule is theirs); the first of a recovery dials every known host, so that a live host
+// is found at once when only some are down, and the later ones (PlanInput.Limit) dial
+// BlindAttemptHosts of them in turn, the least recently failed first, so that their cost does
+// not grow with the cluster. The evidenced host ignores its backoff and every limit, and so
+// does the longest-waiting host when every candidate would otherwise be skipped, so an attempt
+// always dials at least one host.
 //
-// Plan, Admit and the dial records are called by the attempt goroutine; Evidence by the
-// owner goroutine; mu serialises them.
+// A Planner has one owner and no lock: controlconn's worker keeps it in its host table, hands
+// each attempt an immutable copy (View) to plan from on the attempt's goroutine, records the
+// evidence of hosts up (Evidence) and the loss of its connection (Suspect) as they arrive, and
+// the outcomes of the attempt's dials when it ends (DialFailed, DialSucceeded, then
+// AttemptEnded).
 type Planner struct {
 	base, max time.Duration
 	shuffle   func(n int, swap func(i, j int))
 
-	mu    sync.Mutex
-	down  map[string]*downRecord // by address "ip:port"
-	index hostIndex              // of the hosts Evidence was last given
+	down      map[string]*downRecord // by address "ip:port"
+	inflight  bool                   // an attempt planned from a View has not ended: its failures are reported later
+	evidenced map[string]time.Time   // while inflight, by address: the latest evidence the host is up (a failure from before it is stale)
+	index     hostIndex              // of the hosts Evidence was last given
+}
+
+// View is an immutable copy of a Planner's records, which an attempt plans from on its own
+// goroutine while the owner goes on recording.
+type View struct {
+	shuffle func(n int, swap func(i, j int))
+	down    map[string]downRecord
+}
+
+// View copies the records for one attempt, which is in flight until AttemptEnded.
+func (p *Planner) View() View {
+	p.inflight = true
+	v := View{shuffle: p.shuffle, down: make(map[string]downRecord, len(p.down))}
+	for addr, r := range p.down {
+		v.down[addr] = *r
+	}
+	return v
 }
 
 // hostIndex finds the addresses a hint names (matchesHint) without scanning every host. It is
@@ -155,12 +176,13 @@ func NewPlanner(base, max time.Duration, shuffle func(n int, swap func(i, j int)
 	if shuffle == nil {
 		shuffle = rand.Shuffle
 	}
-	return &Planner{base: base, max: max, shuffle: shuffle, down: map[string]*downRecord{}}
+	return &Planner{base: base, max: max, shuffle: shuffle, down: map[string]*downRecord{}, evidenced: map[string]time.Time{}}
 }
 
 // Plan is the ordered host plan of one attempt.
 type Plan struct {
 	Endpoints []cqlconn.Endpoint // in dial order: evidenced, up, unknown, eligible down
+	view      View               // the records it was planned from (Admit)
 	seen      map[string]bool
 	backoff   bool // down hosts and failed contact points respect their backoff
 	bounded   bool // known hosts were limited: failed contact points respect their backoff
@@ -172,10 +194,8 @@ type Plan struct {
 // whose backoff has expired. With in.Limit, the known hosts other than the evidenced one are
 // limited to the in.Limit of them whose latest failure is the oldest. Contact points are
 // appended later through Admit.
-func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	plan := &Plan{seen: map[string]bool{}, backoff: in.ReArmed}
+func (v View) Plan(now time.Time, in PlanInput) *Plan {
+	plan := &Plan{view: v, seen: map[string]bool{}, backoff: in.ReArmed}
 	add := func(ep cqlconn.Endpoint) {
 		if ep.Addr == "" || plan.seen[ep.Addr] {
 			return
@@ -205,9 +225,9 @@ func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 		if i == hinted {
 			continue
 		}
-		rec := p.down[h.Addr]
+		_, failed := v.down[h.Addr]
 		switch {
-		case rec != nil || h.Belief == BeliefDown:
+		case failed || h.Belief == BeliefDown:
 			down = append(down, h)
 		case h.Belief == BeliefUp:
 			up = append(up, h)
@@ -217,35 +237,35 @@ func (p *Planner) Plan(now time.Time, in PlanInput) *Plan {
 	}
 	order := make([]PlanHost, 0, len(in.Hosts))
 	for _, group := range [][]PlanHost{up, unknown} {
-		p.shuffle(len(group), func(i, j int) { group[i], group[j] = group[j], group[i] })
+		v.shuffle(len(group), func(i, j int) { group[i], group[j] = group[j], group[i] })
 		order = append(order, localFirst(group, in.LocalDC)...)
 	}
-	sortByWait(down, p.down)
+	sortByWait(down, v.down)
 	if in.Limit > 0 && len(in.Hosts) > 0 {
-		p.rotate(plan, append(order, down...), in.Limit)
+		v.rotate(plan, append(order, down...), in.Limit)
 		return plan
 	}
 	for _, h := range order {
 		add(h.Endpoint)
 	}
 	for _, h := range down {
-		if !plan.backoff || p.eligible(h.Addr, now) {
+		if !plan.backoff || v.eligible(h.Addr, now) {
 			add(h.Endpoint)
 		}
 	}
 	return plan
 }
 
+// Plan plans an attempt from the records as they are now (p.View().Plan).
+func (p *Planner) Plan(now time.Time, in PlanInput) *Plan { return p.View().Plan(now, in) }
+
 // rotate puts in plan the limit hosts of order whose latest failure is the oldest (hosts
 // without one first; ties keep their order) and marks every host of order as planned, so that
 // Admit does not bring the others back as contact points.
-func (p *Planner) rotate(plan *Plan, order []PlanHost, limit int) {
+func (v View) rotate(plan *Plan, order []PlanHost, limit int) {
 	plan.bounded = true
 	lastFail := func(h PlanHost) time.Time {
-		if r := p.down[h.Addr]; r != nil {
-			return r.lastFail
-		}
-		return time.Time{}
+		return v.down[h.Addr].lastFail
 	}
 	slices.SortStableFunc(order, func(a, b PlanHost) int { return lastFail(a).Compare(lastFail(b)) })
 	n := 0
@@ -265,10 +285,10 @@ func (p *Planner) rotate(plan *Plan, order []PlanHost, limit int) {
 // are dropped; in a re-armed or limited attempt, addresses with a failed dial on record are
 // admitted only once their backoff expired. If
 // nothing at all would be dialled, the longest-waiting candidate (known host or contact
-// point) is admitted anyway. The admitted endpoints are also appended to plan.Endpoints.
-func (p *Planner) Admit(now time.Time, plan *Plan, contacts []cqlconn.Endpoint, known []PlanHost) []cqlconn.Endpoint {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// point) is admitted anyway. The admitted endpoints are also appended to plan.Endpoints. It
+// judges by the records plan was made from.
+func (plan *Plan) Admit(now time.Time, contacts []cqlconn.Endpoint, known []PlanHost) []cqlconn.Endpoint {
+	v := plan.view
 	var out []cqlconn.Endpoint
 	var skipped []cqlconn.Endpoint
 	for _, ep := range contacts {
@@ -276,7 +296,7 @@ func (p *Planner) Admit(now time.Time, plan *Plan, contacts []cqlconn.Endpoint, 
 			continue
 		}
 		plan.seen[ep.Addr] = true
-		if (plan.backoff || plan.bounded) && !p.eligible(ep.Addr, now) {
+		if (plan.backoff || plan.bounded) && !v.eligible(ep.Addr, now) {
 			skipped = append(skipped, ep)
 			continue
 		}
@@ -290,10 +310,7 @@ func (p *Planner) Admit(now time.Time, plan *Plan, contacts []cqlconn.Endpoint, 
 		var best *cqlconn.Endpoint
 		var bestNext time.Time
 		for i := range candidates {
-			next := time.Time{}
-			if rec := p.down[candidates[i].Addr]; rec != nil {
-				next = rec.next
-			}
+			next := v.down[candidates[i].Addr].next
 			if best == nil || next.Before(bestNext) {
 				best, bestNext = &candidates[i], next
 			}
@@ -306,15 +323,17 @@ func (p *Planner) Admit(now time.Time, plan *Plan, contacts []cqlconn.Endpoint, 
 	return out
 }
 
-func (p *Planner) eligible(addr string, now time.Time) bool {
-	rec := p.down[addr]
-	return rec == nil || !now.Before(rec.next)
+func (v View) eligible(addr string, now time.Time) bool {
+	return !now.Before(v.down[addr].next)
 }
 
-// DialFailed records a failed dial of addr at now and extends its backoff.
+// DialFailed records a dial of addr that failed at now and extends its backoff, unless
+// evidence newer than the failure said the host is up (the outcomes of an attempt's dials are
+// recorded when it ends).
 func (p *Planner) DialFailed(addr string, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if at, ok := p.evidenced[addr]; ok && !now.After(at) {
+		return
+	}
 	rec := p.down[addr]
 	if rec == nil {
 		rec = &downRecord{}
@@ -327,36 +346,65 @@ func (p *Planner) DialFailed(addr string, now time.Time) {
 
 // DialSucceeded forgets the failures of addr.
 func (p *Planner) DialSucceeded(addr string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	delete(p.down, addr)
 }
 
 // Evidence forgets the failures of the host with this ID or address: something (gocql's pool,
-// a server event) says it is up, so its backoff no longer applies.
-func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.down, hostIDOrAddr)
+// a server event) said at at that it is up, so its backoff no longer applies, nor does a
+// failure from before at that is recorded later.
+func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost, at time.Time) {
+	forget := func(addr string) {
+		delete(p.down, addr)
+		if !p.inflight {
+			return
+		}
+		if prev, ok := p.evidenced[addr]; !ok || at.After(prev) {
+			p.evidenced[addr] = at
+		}
+	}
+	if hostIDOrAddr == "" {
+		return
+	}
+	if _, _, err := net.SplitHostPort(hostIDOrAddr); err == nil {
+		forget(hostIDOrAddr)
+	}
 	switch {
-	case len(p.down) == 0 || len(hosts) == 0 || hostIDOrAddr == "":
+	case len(hosts) == 0:
 	case len(hosts) <= smallHosts:
 		for _, h := range hosts {
 			if matchesHint(h.Endpoint, hostIDOrAddr) {
-				delete(p.down, h.Addr)
+				forget(h.Addr)
 			}
 		}
 	default:
-		p.index.of(hosts).forEach(hostIDOrAddr, func(addr string) { delete(p.down, addr) })
+		p.index.of(hosts).forEach(hostIDOrAddr, forget)
 	}
 }
+
+// Retain forgets the records of every address keep rejects (hosts removed from the cluster,
+// addresses a host no longer has), so that the records do not grow with address churn.
+func (p *Planner) Retain(keep func(addr string) bool) {
+	for addr := range p.down {
+		if !keep(addr) {
+			delete(p.down, addr)
+		}
+	}
+}
+
+// AttemptEnded records that the attempt in flight ended and its dials' outcomes are recorded:
+// evidence no longer needs remembering.
+func (p *Planner) AttemptEnded() {
+	p.inflight = false
+	clear(p.evidenced)
+}
+
+// Records returns the number of addresses with a failed dial on record.
+func (p *Planner) Records() int { return len(p.down) }
 
 // Suspect puts addr among the known-down hosts without a backoff (it is dialled after the
 // hosts believed up and unknown), unless it already has a record, and last in the rotation of
 // limited attempts: its connection was just lost.
 func (p *Planner) Suspect(addr string, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	rec := p.down[addr]
 	if rec == nil {
 		rec = &downRecord{next: now}
@@ -367,8 +415,6 @@ func (p *Planner) Suspect(addr string, now time.Time) {
 
 // NextEligible returns when addr may be dialled again (zero if now).
 func (p *Planner) NextEligible(addr string) time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if rec := p.down[addr]; rec != nil {
 		return rec.next
 	}
@@ -448,12 +494,9 @@ func localFirst(hosts []PlanHost, dc string) []PlanHost {
 
 // sortByWait orders down hosts so the one allowed soonest (the longest-waiting) comes first;
 // hosts with no record (believed down, never dialled) come before all.
-func sortByWait(hosts []PlanHost, recs map[string]*downRecord) {
+func sortByWait(hosts []PlanHost, recs map[string]downRecord) {
 	next := func(h PlanHost) time.Time {
-		if r := recs[h.Addr]; r != nil {
-			return r.next
-		}
-		return time.Time{}
+		return recs[h.Addr].next
 	}
 	// stable: hosts with equal times keep their order
 	slices.SortStableFunc(hosts, func(a, b PlanHost) int { return next(a).Compare(next(b)) })

@@ -123,13 +123,13 @@ func TestAdmitLimitedPlan(t *testing.T) {
 	now := t0.Add(500 * time.Millisecond)
 	plan := p.Plan(now, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
 	contacts := []Endpoint{{Addr: "10.0.0.3:9042"}, {Addr: "10.0.0.8:9042"}, {Addr: "10.0.0.9:9042", Hostname: "db"}}
-	got := p.Admit(now, plan, contacts, hosts)
+	got := plan.Admit(now, contacts, hosts)
 	assert.Equal(t, []string{"10.0.0.9:9042"}, addrs(got), "known hosts not re-added, the failed contact point backing off")
 	assert.Equal(t, []string{"10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.9:9042"}, addrs(plan.Endpoints))
 
 	now = t0.Add(time.Second) // 10.0.0.8's backoff (1 s) expired
 	plan = p.Plan(now, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
-	assert.Equal(t, []string{"10.0.0.8:9042"}, addrs(p.Admit(now, plan, contacts[:2], hosts)))
+	assert.Equal(t, []string{"10.0.0.8:9042"}, addrs(plan.Admit(now, contacts[:2], hosts)))
 }
 
 // Before the first connection there is no known host, and the limit does not apply: every
@@ -141,7 +141,7 @@ func TestPlanLimitWithoutKnownHostsDialsEveryContactPoint(t *testing.T) {
 	now := t0.Add(100 * time.Millisecond)
 	plan := p.Plan(now, PlanInput{Limit: BlindAttemptHosts})
 	require.Empty(t, plan.Endpoints)
-	assert.Equal(t, addrs(contacts), addrs(p.Admit(now, plan, contacts, nil)))
+	assert.Equal(t, addrs(contacts), addrs(plan.Admit(now, contacts, nil)))
 }
 
 // Which attempts are limited: blind ones after the first of a recovery.

@@ -111,7 +111,7 @@ func TestPlanDownHostBackoff(t *testing.T) {
 	assert.Equal(t, t0.Add(11*time.Second), p.NextEligible("10.0.0.2:9042"), "fourth failure: capped at 4 s")
 
 	// Evidence clears the backoff, by host ID.
-	p.Evidence("d", hosts)
+	p.Evidence("d", hosts, t0)
 	assert.Contains(t, at(7*time.Second), "10.0.0.2:9042")
 	// So does a successful dial.
 	p.DialFailed("10.0.0.2:9042", t0)
@@ -136,17 +136,18 @@ func TestPlanBlindAttemptIgnoresDownBackoff(t *testing.T) {
 	}
 	plan := p.Plan(t0.Add(time.Second), PlanInput{Hosts: hosts})
 	assert.Equal(t, []string{"10.0.0.1:9042", "10.0.0.2:9042"}, addrs(plan.Endpoints), "down host last, but dialled")
-	got := p.Admit(t0.Add(time.Second), plan, []Endpoint{{Addr: "10.0.0.8:9042"}}, hosts)
+	got := plan.Admit(t0.Add(time.Second), []Endpoint{{Addr: "10.0.0.8:9042"}}, hosts)
 	assert.Equal(t, []string{"10.0.0.8:9042"}, addrs(got))
 }
 
 func TestAdmitContactPoints(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp)}
-	plan := p.Plan(t0, PlanInput{Hosts: hosts, ReArmed: true})
-	contacts := []Endpoint{{Addr: "10.0.0.1:9042"}, {Addr: "10.0.0.7:9042", Hostname: "db"}, {Addr: "10.0.0.8:9042"}}
 	p.DialFailed("10.0.0.8:9042", t0)
-	got := p.Admit(t0, plan, contacts, hosts)
+	plan := p.Plan(t0, PlanInput{Hosts: hosts, ReArmed: true})
+	p.DialFailed("10.0.0.7:9042", t0) // after the plan: its attempt judges by the records it was made from
+	contacts := []Endpoint{{Addr: "10.0.0.1:9042"}, {Addr: "10.0.0.7:9042", Hostname: "db"}, {Addr: "10.0.0.8:9042"}}
+	got := plan.Admit(t0, contacts, hosts)
 	assert.Equal(t, []string{"10.0.0.7:9042"}, addrs(got), "known address deduplicated, failed contact point backing off")
 	assert.Equal(t, []string{"10.0.0.1:9042", "10.0.0.7:9042"}, addrs(plan.Endpoints))
 }
@@ -161,7 +162,7 @@ func TestAdmitForcesLongestWaitingWhenAllBackingOff(t *testing.T) {
 	p.DialFailed("10.0.0.2:9042", t0) // 1 s
 	plan := p.Plan(t0.Add(500*time.Millisecond), PlanInput{Hosts: hosts, ReArmed: true})
 	require.Empty(t, plan.Endpoints)
-	got := p.Admit(t0.Add(500*time.Millisecond), plan, []Endpoint{{Addr: "10.0.0.1:9042"}}, hosts)
+	got := plan.Admit(t0.Add(500*time.Millisecond), []Endpoint{{Addr: "10.0.0.1:9042"}}, hosts)
 	assert.Equal(t, []string{"10.0.0.2:9042"}, addrs(got))
 }
 
