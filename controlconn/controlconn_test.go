@@ -770,7 +770,7 @@ func (r *sourceRecorder) Received(e hostevents.Event) {
 }
 
 // UP and NEW_NODE pushed on our own connection are host events of source "control", keyed by
-// the host ID the snapshot knows.
+// the host ID the snapshot knows, recorded on the queue (counted and observed), not queued.
 func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(2)
@@ -794,6 +794,7 @@ func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
 		assert.Equal(t, hostevents.KindUp, e.Kind)
 		assert.Equal(t, other.HostID(), e.HostID)
 		assert.Equal(t, 9042, e.Port)
+		assert.Equal(t, hostevents.Stats{Received: 1, Recorded: 1}, q.Stats(), "recorded, not queued")
 	})
 }
 

@@ -10,7 +10,7 @@
 //	(the wrapped policy)                                     |  ^
 //	                               attempt goroutine <-start-+  +-link-- (the attempt's result)
 //	                               refresh worker    <-start-+  +-tables- (system.local, peers)
-//	link reader goroutine ----server events----------------->+ (applied at once: not through the Queue)
+//	link reader goroutine ----server events----------------->+ (applied at once; only Recorded on the Queue)
 //	run --Refresh/ApplyStatus/SetState--> metadata.Store --Change--> Subscription --> subscriber
 //
 // Who owns what:

@@ -49,10 +49,11 @@ func (cc *ControlConnection) onEvent(o *owner, ev message.Event) {
 	}
 }
 
-// controlEvent applies a host event of our own connection to the host table at once and pushes
-// it to the queue for the queue's observers only (metrics count it as source "control"):
-// onBatch skips it when it comes back, so our own events do not round-trip, nor does the
-// batch's delay hold them.
+// controlEvent applies a host event of our own connection to the host table at once, so the
+// batch's delay does not hold it, and records it on the queue (Record) for the queue's
+// observers only (metrics count it as source "control"). It is not pushed: the queue keeps
+// the latest event per host, so ours would replace a gocql event for the same host waiting in
+// the batch (a HostUp and its data-path figure), and never come back to onBatch.
 func (cc *ControlConnection) controlEvent(o *owner, addr *primitive.Inet, kind hostevents.Kind) hostevents.Event {
 	ev := hostevents.Event{Addr: addr.Addr, Port: int(addr.Port), Kind: kind, Source: hostevents.SourceControl, At: time.Now()}
 	if snap := cc.store.Current(); snap != nil {
@@ -65,7 +66,7 @@ func (cc *ControlConnection) controlEvent(o *owner, addr *primitive.Inet, kind h
 	}
 	cc.believe(o, ev, false)
 	if cc.queue != nil {
-		cc.queue.Push(ev)
+		cc.queue.Record(ev)
 	}
 	return ev
 }
@@ -117,7 +118,11 @@ func (cc *ControlConnection) onBatch(o *owner, b hostevents.Batch) {
 	for _, e := range b {
 		key := e.Key()
 		if key == "" || e.Source == hostevents.SourceControl {
-			continue // our own events were applied as they arrived (controlEvent)
+			// Our own events are applied as they arrive and only recorded (controlEvent), so
+			// none comes back here. The guard stays because Push is public and a queue given
+			// with withHostEvents may be fed by others: a "control" event is not the session's
+			// word, and must not be applied as one (reportState with session, dataPathBack).
+			continue
 		}
 		held := false
 		if e.Kind == hostevents.KindUp || e.Kind == hostevents.KindDown {

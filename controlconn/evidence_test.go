@@ -121,6 +121,39 @@ func TestOwnEventsDoNotRoundTripThroughTheQueue(t *testing.T) {
 	})
 }
 
+// gocql's HostUp for a host, then, within the queue's window, our own connection's UP for it
+// (gocql's pool reconnected before the cluster's UP reached us). Our UP was pushed to the queue
+// for its observers only, the queue kept it in place of gocql's HostUp waiting in the same
+// batch, and onBatch skipped it as ours: gocql's HostUp was lost, with its data-path figure
+// (this test failed: Status had no data-path lag for the host).
+func TestSessionUpIsNotLostToOurOwnUpInTheSameWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(3)
+		defer func() { assert.NoError(t, c.Close()) }()
+		q := testQueue(t)
+		rec := &lagRecorder{lags: map[string]time.Duration{}}
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q), withTestObserver(rec))
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		served, other := servedAndOther(t, c, cc)
+
+		q.Push(hostevents.Event{HostID: other.HostID(), Addr: other.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})
+		time.Sleep(10 * time.Millisecond)
+		served.Push(&message.StatusChangeEvent{ChangeType: primitive.StatusChangeTypeUp,
+			Address: &primitive.Inet{Addr: other.IP(), Port: 9042}})
+		synctest.Wait()
+		time.Sleep(hostevents.DefaultWindow)
+		synctest.Wait()
+
+		lag, ok := cc.Status().DataPathLag[other.Addr()]
+		require.True(t, ok, "gocql's HostUp reached onBatch: Status has the host's data-path lag")
+		assert.Zero(t, lag, "gocql's HostUp came first")
+		got, ok := rec.get(other.Addr())
+		require.True(t, ok, "the observer is told")
+		assert.Equal(t, lag, got)
+	})
+}
+
 // planBelief is the belief about host id in the hosts published for attempts.
 func planBelief(cc *ControlConnection, id string) plan.Belief {
 	for _, h := range *cc.planHosts.Load() {

@@ -57,10 +57,10 @@ func WithDriver(d adapter.Driver) Option { return func(o *options) { o.driver = 
 // withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
 func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver = r } }
 
-// withHostEvents makes the ControlConnection consume q's batches as re-arm evidence and push
-// the events of its own connection to q (Source "control"). New creates and installs a queue
-// unless one is given; newWithConfig uses none unless one is given. The caller keeps
-// ownership of a queue it passes: Close does not close it.
+// withHostEvents makes the ControlConnection consume q's batches as re-arm evidence and record
+// the events of its own connection on q (Source "control", Queue.Record). New creates and
+// installs a queue unless one is given; newWithConfig uses none unless one is given. The
+// caller keeps ownership of a queue it passes: Close does not close it.
 func withHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
 
 // withConfigCheck is for driver adapters (New and gocqlv2.New, through adapter.Driver, pass

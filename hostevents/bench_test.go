@@ -90,7 +90,7 @@ func BenchmarkQueueBurst10k(b *testing.B) {
 		}
 		push += time.Since(start)
 		s := q.Stats()
-		target := int(s.Received - s.Coalesced - s.Dropped)
+		target := int(s.Received - s.Coalesced - s.Dropped - s.Recorded)
 		for received < target {
 			received += len(<-q.Batches())
 			batches++
@@ -99,4 +99,19 @@ func BenchmarkQueueBurst10k(b *testing.B) {
 	}
 	b.ReportMetric(float64(push.Nanoseconds())/float64(iters*events), "push-ns/event")
 	b.ReportMetric(float64(batches)/float64(iters), "batches/op")
+}
+
+// BenchmarkQueueRecord is the cost of counting an event without queueing it (the control
+// connection's own server events), with an observer as metrics would have one.
+func BenchmarkQueueRecord(b *testing.B) {
+	q, err := NewQueue(QueueConfig{Observer: NopQueueObserver{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = q.Close() }()
+	e := Event{HostID: "00000000-0000-4000-8000-000000000001", Kind: KindUp, Source: SourceControl}
+	b.ReportAllocs()
+	for b.Loop() {
+		q.Record(e)
+	}
 }

@@ -14,10 +14,10 @@
 //	Kind: String
 //	KindAdded KindDown KindRemoved KindUp NewQueue
 //	NopQueueObserver: Coalesced Dropped Received
-//	Queue: Batches Close Push Sessions Stats
+//	Queue: Batches Close Push Record Sessions Stats
 //	QueueConfig: MaxHosts MaxWait Observer Validate Window WithDefaults
 //	QueueObserver: Coalesced Dropped Received
 //	Source SourceControl SourceGocql
-//	Stats: Batches Coalesced Delivered Dropped Pending Received
+//	Stats: Batches Coalesced Delivered Dropped Pending Received Recorded
 //	Wrap
 package hostevents

@@ -52,7 +52,7 @@ type Event struct {
 	DC     string    // data center; "" if unknown
 	Kind   Kind      // what happened
 	Source Source    // who saw it
-	At     time.Time // when it was observed; Queue.Push stamps it if zero
+	At     time.Time // when it was observed; Queue.Push and Queue.Record stamp it if zero
 }
 
 // Key identifies the host an event is about: its HostID, or its address when the HostID is

@@ -26,8 +26,8 @@ type QueueConfig struct {
 	// MaxHosts bounds the distinct hosts waiting in one batch; an event for a new host beyond
 	// it is dropped and counted. Default 4096.
 	MaxHosts int
-	// Observer, if set, is called synchronously by Push on the pushing goroutine (for the
-	// listener that is gocql's goroutine), so it must be cheap and must not block.
+	// Observer, if set, is called synchronously by Push and Record on the calling goroutine
+	// (for the listener that is gocql's goroutine), so it must be cheap and must not block.
 	Observer QueueObserver
 }
 
@@ -73,7 +73,7 @@ func (c QueueConfig) Validate() error {
 
 // QueueObserver sees every event pushed: each is Received, then at most one of Coalesced
 // (merged into a waiting event of the same host) or Dropped. An event neither coalesced nor
-// dropped waits in the batch being collected.
+// dropped waits in the batch being collected. An event recorded (Record) is only Received.
 type QueueObserver interface {
 	Received(e Event)
 	Coalesced(e Event)
@@ -88,14 +88,15 @@ func (NopQueueObserver) Coalesced(Event) {}
 func (NopQueueObserver) Dropped(Event)   {}
 
 // Stats are the Queue's counters. Once every batch has been received,
-// Received == Coalesced + Dropped + Delivered + Pending.
+// Received == Coalesced + Dropped + Delivered + Pending + Recorded.
 type Stats struct {
-	Received  uint64 // Push calls
+	Received  uint64 // Push and Record calls
 	Coalesced uint64 // events merged into a waiting event of the same host
 	Dropped   uint64 // events refused: a new host beyond MaxHosts, no host key, or after Close
 	Delivered uint64 // events in batches the consumer has received
 	Batches   uint64 // batches the consumer has received
 	Pending   int    // hosts waiting in the batch being collected
+	Recorded  uint64 // events counted by Record, never queued
 }
 
 // Queue coalesces host events per host and delivers bursts as batches. Push never blocks: a
@@ -230,6 +231,26 @@ func (q *Queue) Push(e Event) bool {
 		}
 	}
 	return outcome != outcomeDropped
+}
+
+// Record counts e and shows it to the Observer (Received) without queueing it: e is never
+// delivered, coalesced or dropped, and no event waiting in the Queue changes. It is for an
+// event its consumer has applied already and wants counted with the others (the control
+// connection's own server events, Source "control"). Pushed, such an event would replace the
+// waiting event of its host, which the consumer would then never see. Like Push it fills a
+// zero At with the time of the call, never blocks and does not allocate; unlike Push it is
+// unaffected by Close (an event recorded after Close is counted as Recorded, not Dropped).
+func (q *Queue) Record(e Event) {
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
+	q.mu.Lock()
+	q.stats.Received++
+	q.stats.Recorded++
+	q.mu.Unlock()
+	if o := q.cfg.Observer; o != nil {
+		o.Received(e)
+	}
 }
 
 // touch extends the open batch to now. now was read before the lock, so concurrent Pushes

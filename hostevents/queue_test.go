@@ -17,7 +17,12 @@
 //   - TestQueuePushNeverBlocksWithoutConsumer: Push waiting for the consumer (a bounded channel
 //     instead of the coalescing map): the bubble deadlocks and the test fails.
 //   - TestQueueConcurrentPushes: data races (-race), lost or duplicated events, a host twice in
-//     one batch, counters that do not add up, under 64 pushing goroutines.
+//     one batch, counters that do not add up, under 64 pushing (and recording) goroutines.
+//   - TestQueueRecordCountsAndObservesWithoutQueueing: a recorded event delivered, coalesced or
+//     dropped, not counted or not observed, its At left zero, refused after Close.
+//   - TestQueueRecordDoesNotReplaceAWaitingEvent: a recorded event merged into the waiting
+//     event of its host (a gocql HostUp lost to the control connection's own UP), or
+//     extending the window.
 //   - TestQueueKeysByAddressWithoutHostID: 4- and 16-byte forms of one IPv4 seen as two hosts,
 //     events with no key merged into one bogus host.
 //   - TestQueueClose: a Close that hangs while a batch waits for a consumer, Batches left open,
@@ -220,11 +225,13 @@ func TestQueueMemoryBoundedByHosts(t *testing.T) {
 type recordingObserver struct {
 	mu                           sync.Mutex
 	received, coalesced, dropped []string
+	events                       []Event // as Received saw them
 }
 
 func (o *recordingObserver) Received(e Event) {
 	o.mu.Lock()
 	o.received = append(o.received, e.HostID)
+	o.events = append(o.events, e)
 	o.mu.Unlock()
 }
 
@@ -299,6 +306,9 @@ func TestQueueConcurrentPushes(t *testing.T) {
 			wg.Go(func() {
 				for i := range perG {
 					q.Push(ev(fmt.Sprintf("h%02d", (g+i)%hosts), Kind(1+i%4)))
+					if i%100 == 0 {
+						q.Record(ev(fmt.Sprintf("h%02d", (g+i+1)%hosts), KindUp))
+					}
 					if i%500 == 499 {
 						time.Sleep(20 * time.Millisecond)
 					}
@@ -310,10 +320,11 @@ func TestQueueConcurrentPushes(t *testing.T) {
 		synctest.Wait()
 
 		s := q.Stats()
-		assert.Equal(t, uint64(goroutines*perG), s.Received)
+		assert.Equal(t, uint64(goroutines*perG/100), s.Recorded)
+		assert.Equal(t, uint64(goroutines*perG)+s.Recorded, s.Received)
 		assert.Zero(t, s.Dropped)
 		assert.Zero(t, s.Pending)
-		assert.Equal(t, s.Received, s.Coalesced+s.Delivered)
+		assert.Equal(t, s.Received, s.Coalesced+s.Delivered+s.Recorded)
 
 		require.NoError(t, q.Close())
 		<-consumed
@@ -332,6 +343,68 @@ func TestQueueConcurrentPushes(t *testing.T) {
 		assert.Len(t, seen, hosts)
 		assert.Equal(t, s.Delivered, delivered)
 	})
+}
+
+func TestQueueRecordCountsAndObservesWithoutQueueing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &recordingObserver{}
+		q := newTestQueue(t, QueueConfig{MaxHosts: 1, Observer: obs})
+		start := time.Now()
+		q.Record(ev("a", KindUp))
+		q.Record(ev("a", KindDown))   // the same host: nothing to coalesce with
+		q.Record(ev("b", KindUp))     // beyond MaxHosts: nothing is queued, so nothing is dropped
+		q.Record(Event{Kind: KindUp}) // no host key: counted all the same
+		assert.Equal(t, Stats{Received: 4, Recorded: 4}, q.Stats())
+		assert.Equal(t, []string{"a", "a", "b", ""}, obs.received)
+		assert.Empty(t, obs.coalesced)
+		assert.Empty(t, obs.dropped)
+		assert.Equal(t, start, obs.events[0].At, "Record stamps At with the time of the call")
+		at := start.Add(-time.Second)
+		q.Record(Event{HostID: "a", Kind: KindUp, At: at})
+		assert.Equal(t, at, obs.events[4].At, "an At given is kept")
+
+		time.Sleep(time.Second)
+		requireNoBatch(t, q, "a second later")
+
+		require.NoError(t, q.Close())
+		q.Record(ev("a", KindUp))
+		assert.Equal(t, Stats{Received: 6, Recorded: 6}, q.Stats(), "after Close, counted as before")
+		assert.Len(t, obs.received, 6)
+		assert.Empty(t, obs.dropped)
+	})
+}
+
+// The defect Record fixes (issue 18): the control connection pushed its own UP for a host
+// only to have it counted, and the queue kept it as the host's latest state in place of
+// gocql's HostUp waiting in the same batch; the consumer skips its own events, so gocql's was
+// lost. A recorded event leaves the waiting one as it was, and does not extend the window.
+func TestQueueRecordDoesNotReplaceAWaitingEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &recordingObserver{}
+		q := newTestQueue(t, QueueConfig{Observer: obs})
+		gocqlUp := Event{HostID: "a", Addr: net.ParseIP("10.0.0.1"), Port: 9042, DC: "dc1", Kind: KindUp,
+			Source: SourceGocql, At: time.Now()}
+		require.True(t, q.Push(gocqlUp))
+		time.Sleep(30 * time.Millisecond)
+		q.Record(Event{HostID: "a", Addr: net.ParseIP("10.0.0.1"), Port: 9042, Kind: KindUp, Source: SourceControl})
+		q.Record(Event{HostID: "a", Kind: KindDown, Source: SourceControl})
+
+		time.Sleep(20 * time.Millisecond) // 50 ms after the Push, 20 ms after the Records
+		b := requireBatch(t, q, "one window after the Push")
+		assert.Equal(t, Batch{gocqlUp}, b, "gocql's event delivered intact")
+		assert.Equal(t, Stats{Received: 3, Recorded: 2, Delivered: 1, Batches: 1}, q.Stats())
+		assert.Empty(t, obs.coalesced)
+	})
+}
+
+func TestQueueRecordDoesNotAllocate(t *testing.T) {
+	if testing.CoverMode() != "" || raceEnabled {
+		t.Skip("instrumentation allocates")
+	}
+	q := newTestQueue(t, QueueConfig{Observer: NopQueueObserver{}})
+	e := Event{HostID: "a", Addr: net.ParseIP("10.0.0.1"), Kind: KindUp, Source: SourceControl}
+	allocs := testing.AllocsPerRun(1000, func() { q.Record(e) })
+	assert.Zero(t, allocs, "allocations per Record")
 }
 
 func TestQueueKeysByAddressWithoutHostID(t *testing.T) {

@@ -2,8 +2,8 @@ package metrics
 
 import "github.com/cqlcontrol/cqlcontrol/hostevents"
 
-// This file implements hostevents.QueueObserver. Queue.Push calls it on the pushing goroutine
-// (gocql's, for the policy wrapper), so each method is one counter increment.
+// This file implements hostevents.QueueObserver. Queue.Push and Queue.Record call it on the
+// calling goroutine (gocql's, for the policy wrapper), so each method is one counter increment.
 
 // Received counts a host event by type and source.
 func (c *Collectors) Received(e hostevents.Event) {

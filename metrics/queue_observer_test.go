@@ -27,12 +27,15 @@ func TestHostEventsThroughQueue(t *testing.T) {
 		require.True(t, q.Push(hostevents.Event{Addr: net.ParseIP("10.0.0.2"), Kind: hostevents.KindDown, Source: hostevents.SourceControl}))
 		require.False(t, q.Push(hostevents.Event{HostID: "c", Kind: hostevents.KindAdded, Source: hostevents.SourceGocql}), "a third host beyond MaxHosts 2")
 		require.False(t, q.Push(hostevents.Event{Kind: hostevents.KindUp, Source: hostevents.SourceGocql}), "no host key")
+		// Our own connection's events are recorded: counted by source, never coalesced.
+		q.Record(hostevents.Event{HostID: "a", Kind: hostevents.KindUp, Source: hostevents.SourceControl})
 
 		assert.Equal(t, 3.0, value(t, m, "cqlcontrol_host_events_total", "type", "up", "source", "gocql"))
 		assert.Equal(t, 1.0, value(t, m, "cqlcontrol_host_events_total", "type", "down", "source", "control"))
 		assert.Equal(t, 1.0, value(t, m, "cqlcontrol_host_events_total", "type", "added", "source", "gocql"))
 		assert.Equal(t, 0.0, value(t, m, "cqlcontrol_host_events_total", "type", "removed", "source", "gocql"))
-		assert.Equal(t, 5.0, sumOf(t, m, "cqlcontrol_host_events_total"))
+		assert.Equal(t, 1.0, value(t, m, "cqlcontrol_host_events_total", "type", "up", "source", "control"))
+		assert.Equal(t, 6.0, sumOf(t, m, "cqlcontrol_host_events_total"))
 		assert.Equal(t, 1.0, value(t, m, "cqlcontrol_events_coalesced_total"))
 		assert.Equal(t, 2.0, value(t, m, "cqlcontrol_events_dropped_total"))
 
