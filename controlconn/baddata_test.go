@@ -21,10 +21,14 @@ import (
 )
 
 type skipRecorder struct {
-	nopObserver
 	mu      sync.Mutex
 	skipped [][]metadata.SkippedPeer
 	dropped int
+}
+
+// observer is the Observer calling the methods that record.
+func (r *skipRecorder) observer() Observer {
+	return Observer{PeersSkipped: r.PeersSkipped, ReplyDropped: r.ReplyDropped}
 }
 
 func (r *skipRecorder) PeersSkipped(s []metadata.SkippedPeer) {
@@ -111,7 +115,7 @@ func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
 		d := &badPeerDialer{t: t, c: c, addr: c.Node(0).Addr(), bad: c.Node(2)}
 		obs := &skipRecorder{}
 		cfg := config{ContactPoints: c.ContactPoints()[:1], Conn: cqlconn.ConnConfig{Dialer: d}}
-		cc, err := newWithConfig(cfg, withRand(half), withTestObserver(obs))
+		cc, err := newWithConfig(cfg, withRand(half), WithObserver(obs.observer()))
 		require.NoError(t, err)
 		defer func() { _ = cc.Close() }()
 		startCC(t, cc)

@@ -453,7 +453,7 @@ func TestPeriodicRefreshReusesConnection(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
-		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, withTestObserver(obs))
+		cc := newTestCC(t, c, Cadence{MetadataRefreshInterval: time.Second}, WithObserver(obs.observer()))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		node := nodeAt(c, connectedHost(t, cc))
@@ -470,12 +470,17 @@ func TestPeriodicRefreshReusesConnection(t *testing.T) {
 }
 
 type countingObserver struct {
-	nopObserver
 	mu                                      sync.Mutex
 	refreshed, connected, lost, dialStarted int
 	heartbeats                              int
 	heartbeatErrs                           []error
 	dialErrs                                []error
+}
+
+// observer is the Observer calling the methods that record.
+func (o *countingObserver) observer() Observer {
+	return Observer{Refreshed: o.Refreshed, Connected: o.Connected, Lost: o.Lost,
+		DialStarted: o.DialStarted, DialFinished: o.DialFinished, Heartbeat: o.Heartbeat}
 }
 
 func (o *countingObserver) Refreshed(time.Duration, int, error) {
@@ -526,7 +531,7 @@ func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
-		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, withTestObserver(obs))
+		cc := newTestCC(t, c, Cadence{HeartbeatInterval: 10 * time.Second, HeartbeatTimeout: 2 * time.Second}, WithObserver(obs.observer()))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		first := connectedHost(t, cc)

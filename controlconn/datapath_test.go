@@ -23,12 +23,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lagRecorder is an Observer that is also a dataPathObserver.
+// lagRecorder records the data-path lags an Observer is told.
 type lagRecorder struct {
-	nopObserver
 	mu   sync.Mutex
 	lags map[string]time.Duration
 }
+
+// observer is the Observer calling the methods that record.
+func (r *lagRecorder) observer() Observer { return Observer{DataPathLag: r.DataPathLag} }
 
 func (r *lagRecorder) DataPathLag(ep Endpoint, lag time.Duration) {
 	r.mu.Lock()
@@ -50,7 +52,7 @@ func TestDataPathLagFromOurUpToGocqlsHostUp(t *testing.T) {
 	cfg.ConnectTimeout, cfg.Timeout = 2*time.Second, 2*time.Second
 	cfg.Logger = log.New(io.Discard, "", 0)
 	rec := &lagRecorder{lags: map[string]time.Duration{}}
-	cc, err := New(cfg, Cadence{}, withTestObserver(rec))
+	cc, err := New(cfg, Cadence{}, WithObserver(rec.observer()))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	session, err := cfg.CreateSession()
@@ -105,7 +107,8 @@ func hostState(cc *ControlConnection, hostID string) (string, bool, bool) {
 // New the skipped-peer and dropped-reply metrics stayed at zero).
 func TestNewsObserverWrapperKeepsTheOptionalInterfaces(t *testing.T) {
 	inner := &skipRecorder{}
-	w := newSessionCheck(inner, nil, nil)
+	io := inner.observer()
+	w := newSessionCheck(observerOf(&io), nil, nil)
 	d := dataObserver(w)
 	d.PeersSkipped([]metadata.SkippedPeer{{Row: 7}})
 	d.ReplyDropped(Endpoint{Addr: "127.0.0.1:9042"})
@@ -115,7 +118,8 @@ func TestNewsObserverWrapperKeepsTheOptionalInterfaces(t *testing.T) {
 	inner.mu.Unlock()
 
 	lags := &lagRecorder{lags: map[string]time.Duration{}}
-	dp, ok := observer(newSessionCheck(lags, nil, nil)).(dataPathObserver)
+	lo := lags.observer()
+	dp, ok := observer(newSessionCheck(observerOf(&lo), nil, nil)).(dataPathObserver)
 	require.True(t, ok)
 	dp.DataPathLag(Endpoint{Addr: "127.0.0.1:9042"}, time.Second)
 	got, ok := lags.get("127.0.0.1:9042")

@@ -132,7 +132,7 @@ func TestSessionUpIsNotLostToOurOwnUpInTheSameWindow(t *testing.T) {
 		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
 		rec := &lagRecorder{lags: map[string]time.Duration{}}
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q), withTestObserver(rec))
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q), WithObserver(rec.observer()))
 		defer func() { assert.NoError(t, cc.Close()) }()
 		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)

@@ -12,10 +12,14 @@ import (
 
 // govRecorder records what a governor observer is told.
 type govRecorder struct {
-	nopObserver
 	mu        sync.Mutex
 	verdicts  map[string]int
 	intervals []time.Duration
+}
+
+// observer is the Observer calling the methods that record.
+func (o *govRecorder) observer() Observer {
+	return Observer{GovernorDecided: o.GovernorDecided, GovernorInterval: o.GovernorInterval}
 }
 
 func (o *govRecorder) GovernorDecided(v string) {
@@ -37,7 +41,8 @@ func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
 	obs := &govRecorder{verdicts: map[string]int{}}
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
-	m := g.join(nil, governorObserver(newSessionCheck(obs, nil, nil)))
+	o := obs.observer()
+	m := g.join(nil, governorObserver(newSessionCheck(observerOf(&o), nil, nil)))
 	inner := &countingHostDialer{err: errRefusedSim}
 	d := &governedHostDialer{g: g, inner: inner}
 	ctx := context.Background()

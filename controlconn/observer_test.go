@@ -11,22 +11,6 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
-// nopObserver ignores everything: the tests' recorders embed it and implement the methods they
-// record, and pass themselves with withTestObserver.
-type nopObserver struct{}
-
-func (nopObserver) DialStarted(Endpoint)                          {}
-func (nopObserver) DialFinished(Endpoint, error, time.Duration)   {}
-func (nopObserver) Connected(Endpoint, primitive.ProtocolVersion) {}
-func (nopObserver) Lost(Endpoint, error, time.Duration)           {}
-func (nopObserver) Heartbeat(Endpoint, time.Duration, error)      {}
-func (nopObserver) Refreshed(time.Duration, int, error)           {}
-func (nopObserver) ServerEvent(string, string)                    {}
-
-// withTestObserver makes obs the observer the ControlConnection calls, as an Observer's
-// functions are (New's session check still wraps it).
-func withTestObserver(obs observer) Option { return withInnerObserver(obs) }
-
 // Every function of an Observer is called by the method of the same name, with the same
 // arguments, and a zero Observer ignores everything.
 func TestObserverCallsEachFunctionSet(t *testing.T) {
