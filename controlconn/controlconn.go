@@ -77,7 +77,7 @@ type ControlConnection struct {
 	cad       Cadence // cfg.Cadence with defaults
 	connCfg   cqlconn.ConnConfig
 	log       *slog.Logger
-	obs       observer
+	obs       *funcObserver
 	rec       *reconnect.Recovery  // owned by run (by Close if run never started)
 	newDials  func() *plan.Planner // the record of our dials each run starts with (owner.hosts.dials)
 	store     *metadata.Store
@@ -101,7 +101,6 @@ type ControlConnection struct {
 
 	skipped  atomic.Pointer[[]metadata.SkippedPeer]   // the latest refresh's; written by run
 	dataLags atomic.Pointer[map[string]time.Duration] // by address, copy on write; written by run
-	dataObs  dataObserver
 
 	closeErr    error                // the current connection's Close error (written by run at Close)
 	refreshReqs chan chan error      // Refresh callers -> run
@@ -166,7 +165,7 @@ func newWithConfig(cfg config, opts ...Option) (*ControlConnection, error) {
 	if o.logger == nil {
 		o.logger = discardLogger
 	}
-	var obs observer = observerOf(o.observer)
+	obs := observerOf(o.observer)
 	if o.inner != nil {
 		obs = o.inner
 	}
@@ -210,8 +209,7 @@ func newWithConfig(cfg config, opts ...Option) (*ControlConnection, error) {
 	cc.connCfg.HeartbeatTimeout = cad.HeartbeatTimeout
 	cc.connCfg.Logger = o.logger
 	cc.connCfg.OnHeartbeat = func(ep Endpoint, rtt time.Duration, err error) { cc.obs.Heartbeat(ep, rtt, err) }
-	cc.dataObs = asDataObserver(cc.obs)
-	cc.connCfg.OnDroppedReply = func(ep Endpoint, _ int16) { cc.dataObs.ReplyDropped(ep) }
+	cc.connCfg.OnDroppedReply = func(ep Endpoint, _ int16) { cc.obs.ReplyDropped(ep) }
 
 	rc := cad.reconnectConfig()
 	rc.Observer = o.reconnObs

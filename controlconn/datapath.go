@@ -50,8 +50,6 @@ func (cc *ControlConnection) dataPathBack(o *owner, key string, at time.Time) {
 	}
 	lags[s.ep.Addr] = lag
 	cc.dataLags.Store(&lags)
-	if d, ok := cc.obs.(dataPathObserver); ok {
-		d.DataPathLag(s.ep, lag)
-	}
+	cc.obs.DataPathLag(s.ep, lag)
 	cc.log.Info("data path back", "addr", s.ep.Addr, "host_id", s.ep.HostID, "lag", lag)
 }

@@ -102,14 +102,13 @@ func hostState(cc *ControlConnection, hostID string) (string, bool, bool) {
 	return "", false, false
 }
 
-// New wraps the caller's observer for its session-order warning; the optional interfaces must
-// survive the wrapping (before the fix, dataObserver of the wrapper was the no-op one, so with
-// New the skipped-peer and dropped-reply metrics stayed at zero).
+// New wraps the caller's observer for its session-order warning; the caller's other functions
+// must survive the wrapping (once, when they were optional interfaces, the wrapper's were
+// no-ops, so with New the skipped-peer and dropped-reply metrics stayed at zero).
 func TestNewsObserverWrapperKeepsTheOptionalInterfaces(t *testing.T) {
 	inner := &skipRecorder{}
-	io := inner.observer()
-	w := newSessionCheck(observerOf(&io), nil, nil)
-	d := dataObserver(w)
+	obs := inner.observer()
+	d := newSessionCheck(observerOf(&obs), nil, nil).obs
 	d.PeersSkipped([]metadata.SkippedPeer{{Row: 7}})
 	d.ReplyDropped(Endpoint{Addr: "127.0.0.1:9042"})
 	inner.mu.Lock()
@@ -118,9 +117,9 @@ func TestNewsObserverWrapperKeepsTheOptionalInterfaces(t *testing.T) {
 	inner.mu.Unlock()
 
 	lags := &lagRecorder{lags: map[string]time.Duration{}}
-	lo := lags.observer()
-	dp, ok := observer(newSessionCheck(observerOf(&lo), nil, nil)).(dataPathObserver)
-	require.True(t, ok)
+	obs = lags.observer()
+	dp := newSessionCheck(observerOf(&obs), nil, nil).obs
+	require.True(t, dp.o.DataPathLag != nil)
 	dp.DataPathLag(Endpoint{Addr: "127.0.0.1:9042"}, time.Second)
 	got, ok := lags.get("127.0.0.1:9042")
 	assert.True(t, ok)

@@ -14,7 +14,6 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
-	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/gocql/gocql"
 )
 
@@ -177,14 +176,11 @@ func newWithListener(c config, install func(*ControlConnection, *hostevents.Queu
 		o.queue, own = q, true
 	}
 	if inst != nil {
-		// Last, so that it wraps the observer the caller passed.
-		var inner observer = observerOf(o.observer)
-		if o.inner != nil {
-			inner = o.inner
-		}
-		sc := newSessionCheck(inner, o.queue, o.logger)
+		// Last, so that the ControlConnection calls the session check's observer, around the
+		// one the caller passed.
+		sc := newSessionCheck(observerOf(o.observer), o.queue, o.logger)
 		sc.inst = inst
-		opts = append(opts, withInnerObserver(sc), withConfigCheck(sc.checkConfig))
+		opts = append(opts, withInnerObserver(sc.obs), withConfigCheck(sc.checkConfig))
 	}
 	cc, err := newWithConfig(c, opts...)
 	if err != nil {
@@ -241,15 +237,14 @@ func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (config, error) 
 // gocqlv2 adapter).
 func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) { return adapter.TLSConfig(o) }
 
-// sessionCheck holds New's checks of the order of things. As the Observer New installs around
-// the caller's, at the first connection it warns, once, when no gocql session has initialised
-// the listener New installed, which is what calling New after CreateSession looks like (gocql
-// copies the configuration into the session, so the wrapped policy never reaches it). Its
-// checkConfig, Start's configuration check (withConfigCheck), finds what was replaced on the
-// ClusterConfig after New.
+// sessionCheck holds New's checks of the order of things. Through the observer New installs
+// around the caller's (obs), at the first connection it warns, once, when no gocql session has
+// initialised the listener New installed, which is what calling New after CreateSession looks
+// like (gocql copies the configuration into the session, so the wrapped policy never reaches
+// it). Its checkConfig, Start's configuration check (withConfigCheck), finds what was replaced
+// on the ClusterConfig after New.
 type sessionCheck struct {
-	observer
-	data  dataObserver // the inner observer's, so that wrapping it keeps them
+	obs   *funcObserver // the caller's functions, with Connected also running connected
 	queue *hostevents.Queue
 	log   *slog.Logger
 	once  sync.Once
@@ -309,32 +304,33 @@ func (s *sessionCheck) checkConfig() error {
 const errSessionFirst = "controlconn: no gocql session has been created from this ClusterConfig since controlconn.New; " +
 	"a session created before New never reports its host events, so recovery follows the blind schedule only: call New before CreateSession"
 
-func newSessionCheck(inner observer, q *hostevents.Queue, log *slog.Logger) *sessionCheck {
+// newSessionCheck returns New's session check around inner (nil: an observer of nothing).
+func newSessionCheck(inner *funcObserver, q *hostevents.Queue, log *slog.Logger) *sessionCheck {
 	if inner == nil {
 		inner = observerOf(nil)
 	}
 	if log == nil {
 		log = discardLogger
 	}
-	return &sessionCheck{observer: inner, data: asDataObserver(inner), queue: q, log: log}
+	s := &sessionCheck{queue: q, log: log}
+	o := inner.o // every other function is the caller's, as it is
+	callers := o.Connected
+	o.Connected = func(ep Endpoint, v primitive.ProtocolVersion) {
+		if callers != nil {
+			callers(ep, v)
+		}
+		s.connected()
+	}
+	s.obs = &funcObserver{o: o}
+	return s
 }
 
-func (s *sessionCheck) Connected(ep Endpoint, v primitive.ProtocolVersion) {
-	s.observer.Connected(ep, v)
+// connected is the check at each connection, after the caller's Observer.Connected: the
+// warning, at the first one, if no session has initialised New's listener.
+func (s *sessionCheck) connected() {
 	s.once.Do(func() {
 		if s.queue.Sessions() == 0 {
 			s.log.Warn(errSessionFirst)
 		}
 	})
-}
-
-// PeersSkipped and ReplyDropped forward to the inner observer's dataObserver, if it has one.
-func (s *sessionCheck) PeersSkipped(skipped []metadata.SkippedPeer) { s.data.PeersSkipped(skipped) }
-func (s *sessionCheck) ReplyDropped(ep Endpoint)                    { s.data.ReplyDropped(ep) }
-
-// DataPathLag forwards to the inner observer if it is a dataPathObserver.
-func (s *sessionCheck) DataPathLag(ep Endpoint, lag time.Duration) {
-	if d, ok := s.observer.(dataPathObserver); ok {
-		d.DataPathLag(ep, lag)
-	}
 }

@@ -68,8 +68,8 @@ type dialGovernor struct {
 	firstN atomic.Int64                               // a session's first connection, not governed
 	evidN  atomic.Int64                               // evidence delivered
 
-	observers atomic.Pointer[[]govObserver] // the members' observers (copy on write, under mu)
-	interval  atomic.Int64                  // the budget's interval last reported to them
+	observers atomic.Pointer[[]*funcObserver] // the members' observers (copy on write, under mu)
+	interval  atomic.Int64                    // the budget's interval last reported to them
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -89,7 +89,7 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 type govMember struct {
 	g        *dialGovernor
 	evidence func(addr string)           // the member's sink: must not block
-	obs      govObserver                 // the member's observer; nil: none
+	obs      *funcObserver               // the member's observer (governorObserver); nil: none
 	up       bool                        // guarded by g.mu
 	left     bool                        // closed; guarded by g.mu
 	known    map[netip.AddrPort]struct{} // the hosts of the member's latest metadata (Known); guarded by g.mu
@@ -97,7 +97,7 @@ type govMember struct {
 
 // join makes a new member of g with the given evidence sink (nil: none); a governor whose
 // members had all closed governs again.
-func (g *dialGovernor) join(evidence func(addr string), obs govObserver) *govMember {
+func (g *dialGovernor) join(evidence func(addr string), obs *funcObserver) *govMember {
 	m := &govMember{g: g, evidence: evidence, obs: obs}
 	g.mu.Lock()
 	g.members[m] = struct{}{}

@@ -4,33 +4,20 @@ import (
 	"time"
 )
 
-// govObserver is the part of an observer that wants the dial governor's decisions and its
-// budget's interval (Observer.GovernorDecided, Observer.GovernorInterval). Its methods are
-// called on the dialling goroutine, gocql's included, outside the governor's lock.
-type govObserver interface {
-	GovernorDecided(verdict string)
-	GovernorInterval(d time.Duration)
-}
-
 // Verdicts GovernorDecided reports beyond dialgate's.
 const (
 	governorSessionFirst = "session_first"
 	governorEvidence     = "evidence"
 )
 
-// governorObserver is obs as a govObserver (looking through New's session check), or nil
-// when it observes nothing of the governor.
-func governorObserver(obs observer) govObserver {
-	if s, ok := obs.(*sessionCheck); ok {
-		obs = s.observer
-	}
-	if f, ok := obs.(*funcObserver); ok && f.o.GovernorDecided == nil && f.o.GovernorInterval == nil {
+// governorObserver is obs, for the governor, or nil when it observes nothing of the governor
+// (neither Observer.GovernorDecided nor Observer.GovernorInterval), so that the governor does
+// not call it.
+func governorObserver(obs *funcObserver) *funcObserver {
+	if obs == nil || obs.o.GovernorDecided == nil && obs.o.GovernorInterval == nil {
 		return nil
 	}
-	if g, ok := obs.(govObserver); ok {
-		return g
-	}
-	return nil
+	return obs
 }
 
 // observe reports verdict to every member's observer.
@@ -65,7 +52,7 @@ func (g *dialGovernor) budgetInterval(now time.Time) time.Duration {
 
 // republishObservers rebuilds the observers of g's members (g.mu held; join and Close).
 func (g *dialGovernor) republishObservers() {
-	var obs []govObserver
+	var obs []*funcObserver
 	for m := range g.members {
 		if m.obs != nil {
 			obs = append(obs, m.obs)

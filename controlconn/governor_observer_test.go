@@ -42,7 +42,7 @@ func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
 	o := obs.observer()
-	m := g.join(nil, governorObserver(newSessionCheck(observerOf(&o), nil, nil)))
+	m := g.join(nil, governorObserver(newSessionCheck(observerOf(&o), nil, nil).obs))
 	inner := &countingHostDialer{err: errRefusedSim}
 	d := &governedHostDialer{g: g, inner: inner}
 	ctx := context.Background()

@@ -57,25 +57,10 @@ type Observer struct {
 	GovernorInterval func(d time.Duration)
 }
 
-// observer is what the ControlConnection's goroutines call (an Observer through funcObserver,
-// or New's session check around one); dataObserver, dataPathObserver and govObserver are its
-// other parts, found by type assertion.
-type observer interface {
-	DialStarted(ep Endpoint)
-	DialFinished(ep Endpoint, err error, took time.Duration)
-	Connected(ep Endpoint, version primitive.ProtocolVersion)
-	Lost(ep Endpoint, err error, uptime time.Duration)
-	Heartbeat(ep Endpoint, rtt time.Duration, err error)
-	Refreshed(took time.Duration, changes int, err error)
-	ServerEvent(kind, change string)
-}
-
-// dataPathObserver is the part of an observer that wants each host's data-path lag.
-type dataPathObserver interface {
-	DataPathLag(ep Endpoint, lag time.Duration)
-}
-
-// funcObserver calls the functions of an Observer that are set.
+// funcObserver calls the functions of an Observer that are set. It is the one observer the
+// ControlConnection's goroutines call (cc.obs) and its dial governor calls (govMember.obs):
+// the caller's Observer, or under New the session check's copy of it, whose Connected also
+// runs the check (sessionCheck.obs).
 type funcObserver struct{ o Observer }
 
 // observerOf returns the observer calling obs's functions (none for nil).
@@ -128,6 +113,8 @@ func (f *funcObserver) ServerEvent(kind, change string) {
 	}
 }
 
+// PeersSkipped and ReplyDropped report bad data from the cluster that was left out instead
+// of failing the connection.
 func (f *funcObserver) PeersSkipped(skipped []metadata.SkippedPeer) {
 	if f.o.PeersSkipped != nil {
 		f.o.PeersSkipped(skipped)
@@ -140,12 +127,16 @@ func (f *funcObserver) ReplyDropped(ep Endpoint) {
 	}
 }
 
+// DataPathLag reports a host's data-path lag (dataPathBack).
 func (f *funcObserver) DataPathLag(ep Endpoint, lag time.Duration) {
 	if f.o.DataPathLag != nil {
 		f.o.DataPathLag(ep, lag)
 	}
 }
 
+// GovernorDecided and GovernorInterval report the dial governor's decisions and its budget's
+// interval. They are called on the dialling goroutine, gocql's included, outside the
+// governor's lock, and only on an observer governorObserver returned.
 func (f *funcObserver) GovernorDecided(verdict string) {
 	if f.o.GovernorDecided != nil {
 		f.o.GovernorDecided(verdict)

@@ -62,5 +62,5 @@ func TestObserverCallsEachFunctionSet(t *testing.T) {
 	assert.Empty(t, got)
 	assert.Nil(t, governorObserver(observerOf(&Observer{Connected: func(Endpoint, primitive.ProtocolVersion) {}})),
 		"an Observer without the governor's functions is not called by the governor")
-	assert.NotNil(t, governorObserver(newSessionCheck(o, nil, nil)), "seen through New's session check")
+	assert.NotNil(t, governorObserver(newSessionCheck(o, nil, nil).obs), "seen through New's session check")
 }

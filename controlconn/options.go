@@ -27,7 +27,7 @@ type options struct {
 	gateTaker   func(adapter.Gate) // withDriverGate: a driver adapter takes the governor
 	governed    bool               // the governor is installed on a driver (New, an adapter)
 	configCheck func() error       // withConfigCheck: Start's check of the driver's configuration
-	inner       observer           // New's session check around the user's observer; nil: none
+	inner       *funcObserver      // withInnerObserver; nil: observerOf(observer)
 	bare        bool               // ccopt.Bare: New installs nothing on the ClusterConfig
 	driver      *adapter.Driver    // WithDriver: New serves a driver adapter
 }
@@ -77,8 +77,9 @@ func withConfigCheck(check func() error) Option {
 // module's other packages through internal/ccopt.WithRand.
 func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
 
-// withInnerObserver sets the observer New's session check puts around the user's.
-func withInnerObserver(obs observer) Option { return func(o *options) { o.inner = obs } }
+// withInnerObserver makes obs the observer the ControlConnection calls in place of the one
+// made from WithObserver's: New's session check's (sessionCheck.obs), around the caller's.
+func withInnerObserver(obs *funcObserver) Option { return func(o *options) { o.inner = obs } }
 
 func init() {
 	ccopt.Register(ccopt.Hooks{
