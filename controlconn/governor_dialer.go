@@ -552,18 +552,6 @@ func (cc *ControlConnection) dialEvidence(addr string) {
 	}
 }
 
-// takeDialEvidence applies to the host table every address the governor's evidence named since
-// run last took them (owner goroutine).
-func (cc *ControlConnection) takeDialEvidence(o *owner) {
-	cc.evMu.Lock()
-	taken := cc.evAddrs
-	cc.evAddrs = nil
-	cc.evMu.Unlock()
-	for addr, at := range taken {
-		o.hosts.evidence(addr, nil, at)
-	}
-}
-
 // GovernorStats returns the dial governor's counters; zero without WithDialGovernor.
 func (cc *ControlConnection) GovernorStats() GovernorStats {
 	if cc.gov == nil {

@@ -253,3 +253,15 @@ func (cc *ControlConnection) refusedDials(o *owner, dials []dialOutcome) {
 		cc.publishHosts(o)
 	}
 }
+
+// takeDialEvidence applies to the host table every address the governor's evidence named since
+// run last took them (owner goroutine).
+func (cc *ControlConnection) takeDialEvidence(o *owner) {
+	cc.evMu.Lock()
+	taken := cc.evAddrs
+	cc.evAddrs = nil
+	cc.evMu.Unlock()
+	for addr, at := range taken {
+		o.hosts.evidence(addr, nil, at)
+	}
+}
