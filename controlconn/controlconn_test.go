@@ -694,7 +694,7 @@ func TestConfigFromGocql(t *testing.T) {
 	cluster.SocketKeepalive = 7 * time.Second
 	cluster.ProtoVersion = 4
 
-	c, err := configFromGocql(cluster, Cadence{})
+	c, err := configFromGocql(cluster, Cadence{}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1", "db.example:9999"}, c.ContactPoints)
 	assert.Equal(t, 19042, c.Port)
@@ -705,24 +705,24 @@ func TestConfigFromGocql(t *testing.T) {
 	assert.Equal(t, 4, c.Conn.ProtoVersion)
 	assert.Equal(t, 11*time.Second, c.Cadence.ConnectTimeout, "gocql's ConnectTimeout when the cadence leaves it zero")
 
-	c, err = configFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second})
+	c, err = configFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, c.Cadence.ConnectTimeout)
 
 	cluster.SslOpts = &gocql.SslOptions{}
-	c, err = configFromGocql(cluster, Cadence{})
+	c, err = configFromGocql(cluster, Cadence{}, nil)
 	require.NoError(t, err)
 	assert.True(t, c.Conn.TLS.InsecureSkipVerify, "gocql: SslOpts without config and without host verification skips verification")
 
 	cluster.HostDialer = &hostnameDialer{}
-	c, err = configFromGocql(cluster, Cadence{})
+	c, err = configFromGocql(cluster, Cadence{}, nil)
 	require.NoError(t, err)
 	assert.Nil(t, c.Conn.TLS, "HostDialer does TLS itself")
 
 	cluster.AuthProvider = func(*gocql.HostInfo) (gocql.Authenticator, error) { return auth, nil }
-	_, err = configFromGocql(cluster, Cadence{})
+	_, err = configFromGocql(cluster, Cadence{}, nil)
 	assert.ErrorContains(t, err, "both Authenticator and AuthProvider")
-	_, err = configFromGocql(nil, Cadence{})
+	_, err = configFromGocql(nil, Cadence{}, nil)
 	assert.Error(t, err)
 }
 

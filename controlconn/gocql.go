@@ -60,13 +60,17 @@ import (
 // then follows the blind schedule only: when the first connection is up and no session has
 // been created since New, a warning says so through the logger (WithLogger).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
-	c, err := configFromGocql(cfg, cadence)
-	if err != nil {
-		return nil, err
-	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	var built *tls.Config // derived by the driver's adapter already
+	if o.driver != nil {
+		built = o.driver.TLS
+	}
+	c, err := configFromGocql(cfg, cadence, built)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case o.bare:
@@ -196,7 +200,7 @@ func newWithListener(c config, install func(*ControlConnection, *hostevents.Queu
 
 // configFromGocql translates the connection settings of a gocql.ClusterConfig (see New) into
 // a config with the given cadence. It does not modify cfg.
-func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (config, error) {
+func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence, built *tls.Config) (config, error) {
 	if cfg == nil {
 		return config{}, errors.New("controlconn: nil gocql.ClusterConfig")
 	}
@@ -224,9 +228,12 @@ func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence) (config, error) 
 		c.Cadence.ConnectTimeout = cfg.ConnectTimeout
 	}
 	if cfg.HostDialer == nil && cfg.SslOpts != nil {
-		tc, err := tlsConfig(cfg.SslOpts)
-		if err != nil {
-			return config{}, err
+		tc := built
+		if tc == nil {
+			var err error
+			if tc, err = tlsConfig(cfg.SslOpts); err != nil {
+				return config{}, err
+			}
 		}
 		c.Conn.TLS = tc
 	}

@@ -433,13 +433,15 @@ func parseAddrPort(s string) (netip.AddrPort, bool) {
 
 // gocqlHostDialer returns the HostDialer gocql v1.7.0 builds for cfg (connConfig in its
 // connectionpool.go): cfg.HostDialer if set; otherwise cfg.Dialer, or a net.Dialer with
-// ConnectTimeout and, when positive, SocketKeepalive; then TLS per SslOpts.
-func gocqlHostDialer(cfg *gocql.ClusterConfig) (gocql.HostDialer, error) {
+// ConnectTimeout and, when positive, SocketKeepalive; then TLS per SslOpts: built, the
+// configuration New already derived from them for our own dials (so that the CA, certificate
+// and key files are read once), else derived here.
+func gocqlHostDialer(cfg *gocql.ClusterConfig, built *tls.Config) (gocql.HostDialer, error) {
 	if cfg.HostDialer != nil {
 		return cfg.HostDialer, nil
 	}
-	var tc *tls.Config
-	if cfg.SslOpts != nil {
+	tc := built
+	if tc == nil && cfg.SslOpts != nil {
 		var err error
 		if tc, err = tlsConfig(cfg.SslOpts); err != nil {
 			return nil, err
@@ -478,7 +480,7 @@ func (p *plainHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*
 // gocql's dials go through inner governed; ours through the user's HostDialer governed, or
 // through the user's Dialer (or ours) governed, with our own TLS after it.
 func installGovernor(g *dialGovernor, cfg *gocql.ClusterConfig, c *config) (gocqlDialer gocql.HostDialer, err error) {
-	inner, err := gocqlHostDialer(cfg)
+	inner, err := gocqlHostDialer(cfg, c.Conn.TLS)
 	if err != nil {
 		return nil, err
 	}

@@ -43,14 +43,14 @@ func TestGocqlHostDialerSemantics(t *testing.T) {
 	cfg := gocql.NewCluster("127.0.0.1")
 	cfg.HostDialer = user
 	cfg.SslOpts = &gocql.SslOptions{} // ignored with a HostDialer, as in gocql
-	d, err := gocqlHostDialer(cfg)
+	d, err := gocqlHostDialer(cfg, nil)
 	require.NoError(t, err)
 	assert.Same(t, user, d)
 
 	cfg = gocql.NewCluster("127.0.0.1")
 	cfg.ConnectTimeout = 3 * time.Second
 	cfg.SocketKeepalive = 7 * time.Second
-	d, err = gocqlHostDialer(cfg)
+	d, err = gocqlHostDialer(cfg, nil)
 	require.NoError(t, err)
 	p := d.(*plainHostDialer)
 	assert.Equal(t, &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 7 * time.Second}, p.dialer)
@@ -59,7 +59,7 @@ func TestGocqlHostDialerSemantics(t *testing.T) {
 	var nd net.Dialer
 	cfg.Dialer = &nd
 	cfg.SslOpts = &gocql.SslOptions{EnableHostVerification: true}
-	d, err = gocqlHostDialer(cfg)
+	d, err = gocqlHostDialer(cfg, nil)
 	require.NoError(t, err)
 	p = d.(*plainHostDialer)
 	assert.Same(t, &nd, p.dialer)
@@ -67,7 +67,7 @@ func TestGocqlHostDialerSemantics(t *testing.T) {
 	assert.False(t, p.tls.InsecureSkipVerify)
 
 	cfg.SslOpts = &gocql.SslOptions{CaPath: "/nonexistent/ca.pem"}
-	_, err = gocqlHostDialer(cfg)
+	_, err = gocqlHostDialer(cfg, nil)
 	assert.Error(t, err)
 }
 

@@ -69,6 +69,7 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	if err != nil {
 		return nil, err
 	}
+	d.TLS = tc                         // controlconn's own dials use it: the files are read once
 	inner := v2HostDialer(cluster, tc) // what the governed dialer wraps, when governed
 	inst := &installed{cluster: cluster, observer: hosts}
 	var gate adapter.Gate

@@ -43,6 +43,12 @@ type Driver struct {
 	Check func() error
 	// WriteTimeout bounds one frame write, as the driver does (0: the default, 10 s).
 	WriteTimeout time.Duration
+	// TLS is the configuration the adapter derived from its driver's SslOpts (TLSConfig) for its
+	// own dialer: New uses it for its own dials instead of deriving it again from the
+	// translated config, so that the CA, certificate and key files are read once. Nil: New
+	// derives it from the translated config's SslOpts, if set. Ignored when the translated
+	// config has a HostDialer (which does its own TLS).
+	TLS *tls.Config
 }
 
 // Gate is one ControlConnection's dial governor as a driver's dialer uses it, around each dial

@@ -14,7 +14,7 @@
 // The exported identifiers, one line per type with its exported methods and fields;
 // TestPublicSurfaceIsDocumented fails when this list and the code differ.
 //
-//	Driver: Check Install TakeGate WriteTimeout
+//	Driver: Check Install TLS TakeGate WriteTimeout
 //	Gate: Admit Done SetReconnectInterval
 //	AddrPort GovernedReconnectInterval NetDialer ReconnectInterval TLSConfig
 package adapter
