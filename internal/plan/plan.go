@@ -37,8 +37,8 @@ type PlanHost struct {
 	Belief Belief
 }
 
-// PlanInput is everything the host plan of one attempt depends on besides the planner's own
-// record of failed dials.
+// PlanInput is everything the host plan of one attempt depends on besides the record of our
+// dials it is planned from (a View).
 type PlanInput struct {
 	Hint    string     // evidenced host: host ID, "ip" or "ip:port"; "" for none
 	Hosts   []PlanHost // known hosts (from the last metadata snapshot and host events)
