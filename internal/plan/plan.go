@@ -256,9 +256,6 @@ func (v View) Plan(now time.Time, in PlanInput) *Plan {
 	return plan
 }
 
-// Plan plans an attempt from the records as they are now (p.View().Plan).
-func (p *Planner) Plan(now time.Time, in PlanInput) *Plan { return p.View().Plan(now, in) }
-
 // rotate puts in plan the limit hosts of order whose latest failure is the oldest (hosts
 // without one first; ties keep their order) and marks every host of order as planned, so that
 // Admit does not bring the others back as contact points.
@@ -365,9 +362,7 @@ func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost, at time.Time) 
 	if hostIDOrAddr == "" {
 		return
 	}
-	if _, _, err := net.SplitHostPort(hostIDOrAddr); err == nil {
-		forget(hostIDOrAddr)
-	}
+	forget(hostIDOrAddr) // an address is a key; a host ID or bare IP is none, and harmless
 	switch {
 	case len(hosts) == 0:
 	case len(hosts) <= smallHosts:

@@ -36,7 +36,7 @@ func failAll(p *Planner, eps []Endpoint, at time.Time) {
 func TestPlanLimitedRotatesThroughTheCluster(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := downHosts(7)
-	first := p.Plan(t0, PlanInput{Hosts: hosts})
+	first := p.View().Plan(t0, PlanInput{Hosts: hosts})
 	require.Len(t, first.Endpoints, 7, "the first sweep dials every host")
 	failAll(p, first.Endpoints, t0)
 
@@ -44,7 +44,7 @@ func TestPlanLimitedRotatesThroughTheCluster(t *testing.T) {
 	at := t0
 	for range 8 {
 		at = at.Add(time.Second)
-		plan := p.Plan(at, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
+		plan := p.View().Plan(at, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
 		require.Len(t, plan.Endpoints, BlindAttemptHosts)
 		got = append(got, addrs(plan.Endpoints))
 		failAll(p, plan.Endpoints, at)
@@ -66,8 +66,8 @@ func TestPlanLimitedCostIsIndependentOfClusterSize(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 12, 100} {
 		p := NewPlanner(time.Second, 30*time.Second, nil)
 		hosts := downHosts(n)
-		failAll(p, p.Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
-		plan := p.Plan(t0.Add(time.Second), PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
+		failAll(p, p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
+		plan := p.View().Plan(t0.Add(time.Second), PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
 		assert.Len(t, plan.Endpoints, min(n, BlindAttemptHosts), "%d hosts", n)
 	}
 }
@@ -76,13 +76,13 @@ func TestPlanLimitedCostIsIndependentOfClusterSize(t *testing.T) {
 func TestPlanLimitedEvidencedHostFirstAndAlways(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := downHosts(5)
-	failAll(p, p.Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
+	failAll(p, p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
 	p.DialFailed("10.0.0.4:9042", t0.Add(time.Second)) // the most recent failure of all
-	plan := p.Plan(t0.Add(2*time.Second), PlanInput{Hint: "h4", Hosts: hosts, Limit: BlindAttemptHosts})
+	plan := p.View().Plan(t0.Add(2*time.Second), PlanInput{Hint: "h4", Hosts: hosts, Limit: BlindAttemptHosts})
 	assert.Equal(t, []string{"10.0.0.4:9042", "10.0.0.1:9042", "10.0.0.2:9042"}, addrs(plan.Endpoints))
 
 	// A hint that names no known host: its address, then the limit.
-	plan = p.Plan(t0.Add(2*time.Second), PlanInput{Hint: "10.0.0.9", Port: 9042, Hosts: hosts, Limit: BlindAttemptHosts})
+	plan = p.View().Plan(t0.Add(2*time.Second), PlanInput{Hint: "10.0.0.9", Port: 9042, Hosts: hosts, Limit: BlindAttemptHosts})
 	assert.Equal(t, []string{"10.0.0.9:9042", "10.0.0.1:9042", "10.0.0.2:9042"}, addrs(plan.Endpoints))
 }
 
@@ -100,15 +100,15 @@ func TestPlanLimitedSuspectLastNeverFailedFirst(t *testing.T) {
 	}
 	p.DialFailed("10.0.0.5:9042", t0)
 	p.Suspect("10.0.0.1:9042", t0.Add(time.Minute))
-	plan := p.Plan(t0.Add(time.Minute), PlanInput{Hosts: hosts, Limit: 4})
+	plan := p.View().Plan(t0.Add(time.Minute), PlanInput{Hosts: hosts, Limit: 4})
 	assert.Equal(t, []string{"10.0.0.4:9042", "10.0.0.3:9042", "10.0.0.2:9042", "10.0.0.5:9042"}, addrs(plan.Endpoints))
-	plan = p.Plan(t0.Add(time.Minute), PlanInput{Hosts: hosts, Limit: 5})
+	plan = p.View().Plan(t0.Add(time.Minute), PlanInput{Hosts: hosts, Limit: 5})
 	assert.Equal(t, "10.0.0.1:9042", plan.Endpoints[4].Addr, "the lost host last")
 
 	// Suspecting a host that already has a record keeps its backoff but moves it last.
 	p.Suspect("10.0.0.5:9042", t0.Add(2*time.Minute))
 	assert.Equal(t, t0.Add(time.Second), p.NextEligible("10.0.0.5:9042"))
-	plan = p.Plan(t0.Add(2*time.Minute), PlanInput{Hosts: hosts, Limit: 5})
+	plan = p.View().Plan(t0.Add(2*time.Minute), PlanInput{Hosts: hosts, Limit: 5})
 	assert.Equal(t, "10.0.0.5:9042", plan.Endpoints[4].Addr)
 }
 
@@ -118,17 +118,17 @@ func TestPlanLimitedSuspectLastNeverFailedFirst(t *testing.T) {
 func TestAdmitLimitedPlan(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := downHosts(5)
-	failAll(p, p.Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
+	failAll(p, p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
 	p.DialFailed("10.0.0.8:9042", t0)
 	now := t0.Add(500 * time.Millisecond)
-	plan := p.Plan(now, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
+	plan := p.View().Plan(now, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
 	contacts := []Endpoint{{Addr: "10.0.0.3:9042"}, {Addr: "10.0.0.8:9042"}, {Addr: "10.0.0.9:9042", Hostname: "db"}}
 	got := plan.Admit(now, contacts, hosts)
 	assert.Equal(t, []string{"10.0.0.9:9042"}, addrs(got), "known hosts not re-added, the failed contact point backing off")
 	assert.Equal(t, []string{"10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.9:9042"}, addrs(plan.Endpoints))
 
 	now = t0.Add(time.Second) // 10.0.0.8's backoff (1 s) expired
-	plan = p.Plan(now, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
+	plan = p.View().Plan(now, PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
 	assert.Equal(t, []string{"10.0.0.8:9042"}, addrs(plan.Admit(now, contacts[:2], hosts)))
 }
 
@@ -139,7 +139,7 @@ func TestPlanLimitWithoutKnownHostsDialsEveryContactPoint(t *testing.T) {
 	contacts := []Endpoint{{Addr: "10.0.0.1:9042"}, {Addr: "10.0.0.2:9042"}, {Addr: "10.0.0.3:9042"}}
 	failAll(p, contacts, t0)
 	now := t0.Add(100 * time.Millisecond)
-	plan := p.Plan(now, PlanInput{Limit: BlindAttemptHosts})
+	plan := p.View().Plan(now, PlanInput{Limit: BlindAttemptHosts})
 	require.Empty(t, plan.Endpoints)
 	assert.Equal(t, addrs(contacts), addrs(plan.Admit(now, contacts, nil)))
 }

@@ -46,7 +46,7 @@ func TestPlanOrder(t *testing.T) {
 		host("u2", "10.0.0.4:9042", "dc1", BeliefUp),
 		host("e1", "10.0.0.5:9042", "dc1", BeliefDown),
 	}
-	plan := p.Plan(t0, PlanInput{Hint: "e1", Hosts: hosts, LocalDC: "dc1"})
+	plan := p.View().Plan(t0, PlanInput{Hint: "e1", Hosts: hosts, LocalDC: "dc1"})
 	assert.Equal(t, []string{
 		"10.0.0.5:9042", // evidenced, although believed down
 		"10.0.0.4:9042", // up, local DC
@@ -56,7 +56,7 @@ func TestPlanOrder(t *testing.T) {
 	}, addrs(plan.Endpoints))
 
 	// Without a local DC, up hosts keep the shuffled order.
-	plan = p.Plan(t0, PlanInput{Hosts: hosts[:4]})
+	plan = p.View().Plan(t0, PlanInput{Hosts: hosts[:4]})
 	assert.Equal(t, []string{"10.0.0.2:9042", "10.0.0.4:9042", "10.0.0.3:9042", "10.0.0.1:9042"}, addrs(plan.Endpoints))
 }
 
@@ -67,14 +67,14 @@ func TestPlanShufflesUpHosts(t *testing.T) {
 		host("b", "10.0.0.2:9042", "dc1", BeliefUp),
 		host("c", "10.0.0.3:9042", "dc1", BeliefUp),
 	}
-	plan := p.Plan(t0, PlanInput{Hosts: hosts})
+	plan := p.View().Plan(t0, PlanInput{Hosts: hosts})
 	assert.Equal(t, []string{"10.0.0.3:9042", "10.0.0.2:9042", "10.0.0.1:9042"}, addrs(plan.Endpoints))
 
 	// Real shuffle: over many plans every up host comes first at least once.
 	p = NewPlanner(time.Second, 30*time.Second, nil)
 	firsts := map[string]bool{}
 	for range 200 {
-		firsts[p.Plan(t0, PlanInput{Hosts: hosts}).Endpoints[0].Addr] = true
+		firsts[p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints[0].Addr] = true
 	}
 	assert.Len(t, firsts, 3)
 }
@@ -82,13 +82,13 @@ func TestPlanShufflesUpHosts(t *testing.T) {
 func TestPlanHintByAddress(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp), host("b", "10.0.0.2:9042", "", BeliefUp)}
-	assert.Equal(t, "10.0.0.2:9042", p.Plan(t0, PlanInput{Hint: "10.0.0.2", Hosts: hosts}).Endpoints[0].Addr)
-	assert.Equal(t, "10.0.0.2:9042", p.Plan(t0, PlanInput{Hint: "10.0.0.2:9042", Hosts: hosts}).Endpoints[0].Addr)
+	assert.Equal(t, "10.0.0.2:9042", p.View().Plan(t0, PlanInput{Hint: "10.0.0.2", Hosts: hosts}).Endpoints[0].Addr)
+	assert.Equal(t, "10.0.0.2:9042", p.View().Plan(t0, PlanInput{Hint: "10.0.0.2:9042", Hosts: hosts}).Endpoints[0].Addr)
 	// An unknown address is dialled first too, with the configured port.
-	plan := p.Plan(t0, PlanInput{Hint: "10.0.0.9", Hosts: hosts, Port: 9042})
+	plan := p.View().Plan(t0, PlanInput{Hint: "10.0.0.9", Hosts: hosts, Port: 9042})
 	assert.Equal(t, []string{"10.0.0.9:9042", "10.0.0.1:9042", "10.0.0.2:9042"}, addrs(plan.Endpoints))
 	// An unknown host ID is ignored.
-	assert.Len(t, p.Plan(t0, PlanInput{Hint: "zzz", Hosts: hosts}).Endpoints, 2)
+	assert.Len(t, p.View().Plan(t0, PlanInput{Hint: "zzz", Hosts: hosts}).Endpoints, 2)
 }
 
 // A known-down host is dialled at most once per its own backoff: 1 s, 2 s, 4 s, ... up to the max.
@@ -98,7 +98,7 @@ func TestPlanDownHostBackoff(t *testing.T) {
 	in := PlanInput{Hosts: hosts, ReArmed: true}
 
 	p.DialFailed("10.0.0.2:9042", t0)
-	at := func(d time.Duration) []string { return addrs(p.Plan(t0.Add(d), in).Endpoints) }
+	at := func(d time.Duration) []string { return addrs(p.View().Plan(t0.Add(d), in).Endpoints) }
 	assert.Equal(t, []string{"10.0.0.1:9042"}, at(999*time.Millisecond), "at 999 ms still backing off")
 	assert.Equal(t, []string{"10.0.0.1:9042", "10.0.0.2:9042"}, at(time.Second), "at 1000 ms eligible again, after the up host")
 
@@ -123,7 +123,7 @@ func TestPlanHintIgnoresBackoff(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefDown)}
 	p.DialFailed("10.0.0.1:9042", t0)
-	assert.Equal(t, []string{"10.0.0.1:9042"}, addrs(p.Plan(t0, PlanInput{Hint: "a", Hosts: hosts, ReArmed: true}).Endpoints))
+	assert.Equal(t, []string{"10.0.0.1:9042"}, addrs(p.View().Plan(t0, PlanInput{Hint: "a", Hosts: hosts, ReArmed: true}).Endpoints))
 }
 
 // Blind attempts dial every known host, backoff or not: the schedule is their backoff, and
@@ -134,7 +134,7 @@ func TestPlanBlindAttemptIgnoresDownBackoff(t *testing.T) {
 	for range 5 {
 		p.DialFailed("10.0.0.2:9042", t0) // backing off 16 s
 	}
-	plan := p.Plan(t0.Add(time.Second), PlanInput{Hosts: hosts})
+	plan := p.View().Plan(t0.Add(time.Second), PlanInput{Hosts: hosts})
 	assert.Equal(t, []string{"10.0.0.1:9042", "10.0.0.2:9042"}, addrs(plan.Endpoints), "down host last, but dialled")
 	got := plan.Admit(t0.Add(time.Second), []Endpoint{{Addr: "10.0.0.8:9042"}}, hosts)
 	assert.Equal(t, []string{"10.0.0.8:9042"}, addrs(got))
@@ -144,7 +144,7 @@ func TestAdmitContactPoints(t *testing.T) {
 	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp)}
 	p.DialFailed("10.0.0.8:9042", t0)
-	plan := p.Plan(t0, PlanInput{Hosts: hosts, ReArmed: true})
+	plan := p.View().Plan(t0, PlanInput{Hosts: hosts, ReArmed: true})
 	p.DialFailed("10.0.0.7:9042", t0) // after the plan: its attempt judges by the records it was made from
 	contacts := []Endpoint{{Addr: "10.0.0.1:9042"}, {Addr: "10.0.0.7:9042", Hostname: "db"}, {Addr: "10.0.0.8:9042"}}
 	got := plan.Admit(t0, contacts, hosts)
@@ -160,7 +160,7 @@ func TestAdmitForcesLongestWaitingWhenAllBackingOff(t *testing.T) {
 	p.DialFailed("10.0.0.1:9042", t0)
 	p.DialFailed("10.0.0.1:9042", t0) // 2 s
 	p.DialFailed("10.0.0.2:9042", t0) // 1 s
-	plan := p.Plan(t0.Add(500*time.Millisecond), PlanInput{Hosts: hosts, ReArmed: true})
+	plan := p.View().Plan(t0.Add(500*time.Millisecond), PlanInput{Hosts: hosts, ReArmed: true})
 	require.Empty(t, plan.Endpoints)
 	got := plan.Admit(t0.Add(500*time.Millisecond), []Endpoint{{Addr: "10.0.0.1:9042"}}, hosts)
 	assert.Equal(t, []string{"10.0.0.2:9042"}, addrs(got))

@@ -57,16 +57,7 @@ func textStyle(size vg.Length) text.Style {
 
 // writeChart writes path.png and path.svg.
 func writeChart(res *Results, path string) error {
-	var clusters []string
-	var outages []float64
-	for _, r := range res.Runs {
-		if !slices.Contains(clusters, r.Cluster) {
-			clusters = append(clusters, r.Cluster)
-		}
-		if !slices.Contains(outages, r.OutageS) {
-			outages = append(outages, r.OutageS)
-		}
-	}
+	clusters, outages := res.axes()
 	if len(clusters) == 0 {
 		return nil
 	}

@@ -310,3 +310,17 @@ func (r Run) summary() string {
 	return fmt.Sprintf("%s / %s / %.0f s: %d SYNs (%d until the first node answered), max data-path lateness %.2f s, first query %.2f s, %d errors, not back %v, restart %.1f s",
 		r.Lane, r.Cluster, r.OutageS, r.SYNs, r.SYNsOutage, r.MaxLatenessS, r.FirstQueryS, r.Errors, r.NotBack, r.RestartS)
 }
+
+// axes returns the clusters and the outage lengths of the runs, each in the order it first
+// appears (the chart's panels and marker shapes, the table's sections and columns).
+func (res *Results) axes() (clusters []string, outages []float64) {
+	for _, r := range res.Runs {
+		if !slices.Contains(clusters, r.Cluster) {
+			clusters = append(clusters, r.Cluster)
+		}
+		if !slices.Contains(outages, r.OutageS) {
+			outages = append(outages, r.OutageS)
+		}
+	}
+	return clusters, outages
+}

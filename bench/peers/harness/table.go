@@ -46,16 +46,7 @@ func renderSection(res *Results) string {
 		"that host's pinned query answered, the max over the 3 hosts. First query: first node answered → "+
 		"first pinned query answered. Errors: failed pinned queries the application saw from the stop "+
 		"until back. Data: `bench/peers/results.json`; chart: `bench/peers/peers.png` (`.svg`).\n\n", res.WaitS, res.Counter)
-	var clusters []string
-	var outages []float64
-	for _, r := range res.Runs {
-		if !slices.Contains(clusters, r.Cluster) {
-			clusters = append(clusters, r.Cluster)
-		}
-		if !slices.Contains(outages, r.OutageS) {
-			outages = append(outages, r.OutageS)
-		}
-	}
+	clusters, outages := res.axes()
 	slices.Sort(outages)
 	for _, cl := range clusters {
 		fmt.Fprintf(&b, "**%s**\n\n| lane | driver |", cl)
