@@ -47,7 +47,7 @@ import (
 //     one, gocql's own dialing (Dialer, ConnectTimeout, SocketKeepalive, SslOpts).
 //   - cfg.ConvictionPolicy: wrapped (gocql's SimpleConvictionPolicy when nil) so that a refused
 //     dial never convicts a host.
-//   - cfg.ReconnectInterval: set to 250 ms if it is gocql's default (60 s).
+//   - cfg.ReconnectInterval: set to 100 ms if it is gocql's default (60 s).
 //
 // So set these before New, and create the sessions from cfg itself after it. The first Start
 // checks that cfg still holds what New installed and, for each of them replaced since (a

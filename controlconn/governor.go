@@ -9,9 +9,9 @@ import (
 
 // Defaults of Governor fields.
 const (
-	defaultGovernorMinInterval = time.Second
-	defaultGovernorOutageShare = 1.0 / 36
-	defaultGovernorJitter      = 0.2
+	defaultGovernorMinInterval = 1200 * time.Millisecond
+	defaultGovernorOutageShare = 1.0 / 50
+	defaultGovernorJitter      = 0.1
 	defaultGovernorHostBackoff = time.Second
 )
 
@@ -20,14 +20,16 @@ const (
 // gocql's (control connection and pools) and ours, goes through it. The zero value of every
 // field means its default, so Governor{} is the documented default:
 //
-//	MinInterval  1 s    the client-wide budget's interval between real dials early in an outage
-//	OutageShare  1/36   the interval grows to this share of the outage's length so far, so
-//	                    being late costs ~3 % of the outage (a 1.67 s interval after 60 s),
-//	                    and a 1 h outage costs ~250 real dials per process (246 measured in
-//	                    virtual time, 3 nodes)
+//	MinInterval  1.2 s  the client-wide budget's interval between real dials for the first
+//	                    minute of an outage
+//	OutageShare  1/50   the interval grows to this share of the outage's length so far (from
+//	                    60 s on), so being late costs ~2 % of the outage, and a 1 h outage
+//	                    costs ~280 real dials per process (280 measured in virtual time,
+//	                    3 nodes)
 //	MaxInterval  DelayCap of the Cadence (30 s by default): the interval never exceeds it
-//	Jitter       0.2    ± fraction of each interval, so clients that lost the cluster together
-//	                    do not dial together
+//	Jitter       0.1    ± fraction of each interval; the second real dial of an outage comes at
+//	                    a random moment within the first interval, so clients that lost the
+//	                    cluster together dial apart from then on
 //	HostBackoff  1 s    a host whose dials failed gets its next real dial this much later,
 //	                    doubling per failure up to MaxInterval
 //
@@ -44,9 +46,10 @@ const (
 // was lost from waits HostBackoff, and a dial that connects meanwhile is no evidence (our
 // recovery is dialling already). While our connection is down and the cluster unreachable as far
 // as we know, a real dial also needs the process-wide budget: the first at once, each next one
-// interval later (OutageShare of the outage so far, within MinInterval and MaxInterval, ±Jitter),
-// and a known-down host's backoff restarts and is at most (number of hosts) × interval, so the
-// budget rotates over the hosts. The first dial that connects during the outage is evidence that
+// interval later (OutageShare of the outage so far, within MinInterval and MaxInterval, ±Jitter;
+// the second at a random moment within the first interval), and a known-down host's backoff
+// restarts and is at most (number of hosts) × interval × (1 − Jitter), so the budget rotates
+// over the hosts and a slot never waits for a host to be due. The first dial that connects during the outage is evidence that
 // re-arms our connection and proves the cluster reachable: until our connection is back, every
 // host not known down passes at once and a known-down host gets its real dials on its own
 // backoff. A failed dial of ours ends a presumption but makes no host known down, since ours may
@@ -100,7 +103,7 @@ func (g Governor) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: Governor."+format, append([]any{ErrInvalidConfig}, args...)...))
 	}
 	if g.MinInterval < 0 {
-		bad("MinInterval must be positive (or zero for the default 1s), got %v", g.MinInterval)
+		bad("MinInterval must be positive (or zero for the default 1.2s), got %v", g.MinInterval)
 	}
 	if g.MaxInterval < 0 {
 		bad("MaxInterval must be positive (or zero for the Cadence's DelayCap), got %v", g.MaxInterval)
@@ -109,10 +112,10 @@ func (g Governor) Validate() error {
 		bad("MaxInterval (%v) must not be shorter than MinInterval (%v)", g.MaxInterval, g.MinInterval)
 	}
 	if math.IsNaN(g.OutageShare) || math.IsInf(g.OutageShare, 0) || g.OutageShare < 0 || g.OutageShare > 1 {
-		bad("OutageShare must be in (0, 1] (or zero for the default 1/36), got %v", g.OutageShare)
+		bad("OutageShare must be in (0, 1] (or zero for the default 1/50), got %v", g.OutageShare)
 	}
 	if math.IsNaN(g.Jitter) || g.Jitter < 0 || g.Jitter >= 1 {
-		bad("Jitter must be in [0, 1) (zero means the default 0.2), got %v", g.Jitter)
+		bad("Jitter must be in [0, 1) (zero means the default 0.1), got %v", g.Jitter)
 	}
 	if g.HostBackoff < 0 {
 		bad("HostBackoff must be positive (or zero for the default 1s), got %v", g.HostBackoff)

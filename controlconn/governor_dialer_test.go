@@ -226,7 +226,7 @@ func TestNewWithDialGovernor(t *testing.T) {
 	require.True(t, ok, "ours too")
 	assert.Same(t, gd.g, nd.g, "one budget for the process")
 	assert.Equal(t, 30*time.Second, gd.g.gate.Config().MaxInterval, "capped by DelayCap")
-	assert.Equal(t, 250*time.Millisecond, cfg.ReconnectInterval, "gocql's default 60 s tick becomes 250 ms")
+	assert.Equal(t, 100*time.Millisecond, cfg.ReconnectInterval, "gocql's default 60 s tick becomes 100 ms")
 
 	user := &countingHostDialer{}
 	cfg = gocql.NewCluster("127.0.0.1")

@@ -53,5 +53,5 @@ func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
 	_, _ = d.DialHost(ctx, testHost(t, "127.0.0.1:9042")) // lost from: its backoff
 	m.Connected(nil)
 	assert.Equal(t, map[string]int{"pass": 1, "budget": 1, "no_budget": 1, "host_backoff": 1}, obs.verdicts)
-	assert.Equal(t, []time.Duration{time.Second, 0}, obs.intervals, "1 s once the budget applies, 0 once ours is back")
+	assert.Equal(t, []time.Duration{1200 * time.Millisecond, 0}, obs.intervals, "1.2 s once the budget applies, 0 once ours is back")
 }

@@ -121,11 +121,12 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 // phases each. Once a dial reaches the node, ours and its data path follow at once (the node
 // accepted a dial this outage: every dial to it passes; ours is re-armed by the evidence):
 // within 2.5 s of the node answering. Finding it is the budget's rotation: one real dial per
-// interval (60 s / 36 = 1.67 s) over the five hosts, so up to 5 intervals (8.3 s) after it is
-// ready. Finding it sooner needs more dials than the budget's 60 per 60 s: with one dial per
-// 1.67 s, a given host of five is dialled every 8.3 s at best.
+// interval (1.2 s for the first minute, 61.4 s / 50 = 1.23 s for the longest outage here)
+// over the five hosts, so up to 5 intervals (6.1 s) and a sweep after it is ready. Finding it
+// sooner needs more dials than the budget's 60 per 60 s: with one dial per 1.2 s, a given
+// host of five is dialled every 6 s at best.
 func TestGovernorPartialReturnVirtualTime(t *testing.T) {
-	const interval = 60 * time.Second / 36
+	const interval = 61400 * time.Millisecond / 50
 	var worstFound, worstAfter time.Duration
 	var worstDials int64
 	for back := range 5 {

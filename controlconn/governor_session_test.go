@@ -118,9 +118,9 @@ func startGovernedSession(t *testing.T) *governedSession {
 	return g
 }
 
-// Defect: New shortened gocql's ReconnectInterval to 250 ms, and after Close the governor let
-// every dial through, so a session that outlived the ControlConnection redialled a down host
-// four times a second (24 real dials in 6 s). After Close it dials as the user configured it:
+// Defect: New shortened gocql's ReconnectInterval (to 250 ms then, 100 ms now), and after
+// Close the governor let every dial through, so a session that outlived the ControlConnection
+// redialled a down host four times a second (24 real dials in 6 s). After Close it dials as the user configured it:
 // gocql's default interval, 60 s, so at most one real dial to the down host in those 6 s.
 func TestGovernedSessionAfterCloseDialsAtUsersInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -16,8 +16,8 @@ import (
 func TestGovernorValidate(t *testing.T) {
 	require.NoError(t, Governor{}.Validate(), "the zero value means the defaults")
 	d := Governor{}.WithDefaults(0)
-	assert.Equal(t, Governor{MinInterval: time.Second, OutageShare: 1.0 / 36, MaxInterval: 30 * time.Second,
-		Jitter: 0.2, HostBackoff: time.Second}, d)
+	assert.Equal(t, Governor{MinInterval: 1200 * time.Millisecond, OutageShare: 1.0 / 50, MaxInterval: 30 * time.Second,
+		Jitter: 0.1, HostBackoff: time.Second}, d)
 	assert.Equal(t, 10*time.Second, Governor{}.WithDefaults(10*time.Second).MaxInterval, "MaxInterval follows DelayCap")
 	gov, err := newDialGovernor(Governor{}, 0, nil, nil)
 	require.NoError(t, err)

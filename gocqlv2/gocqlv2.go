@@ -47,7 +47,7 @@ const maxProtoVersion = 4
 // SocketKeepalive; with TLS per SslOpts), shares one budget between those dials and the control
 // connection's own, wraps cluster.ConvictionPolicy so that a refused dial never convicts a host,
 // and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
-// 250 ms (after Close, a down host gets one real dial per the
+// 100 ms (after Close, a down host gets one real dial per the
 // interval the user configured), and wraps cluster.Logger, if set, so that a refused dial logs
 // one line (gocql v2's Debug one), not two. controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping

@@ -19,7 +19,7 @@ const v2DefaultReconnectInterval = 60 * time.Second
 
 // governV2 puts the governor gate into cluster (New, after the ControlConnection is built): the
 // HostDialer becomes a governed one around what the user configured (inner), and gocql v2's
-// default reconnect tick becomes 250 ms (adapter.GovernedReconnectInterval), as controlconn.New does
+// default reconnect tick becomes 100 ms (adapter.GovernedReconnectInterval), as controlconn.New does
 // for gocql v1.
 func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostDialer) {
 	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}

@@ -213,7 +213,7 @@ func TestNewWithDialGovernorV2(t *testing.T) {
 	gd, ok := cluster.HostDialer.(*governedDialer)
 	require.True(t, ok, "gocql v2's dials go through the governor")
 	assert.Same(t, user, gd.inner, "around the user's HostDialer")
-	assert.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 250 ms")
+	assert.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 100 ms")
 
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.ReconnectInterval = 5 * time.Second

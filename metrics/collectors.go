@@ -256,7 +256,7 @@ func New(opts Options) (*Collectors, error) {
 	c.governorEvidence = b.counter("governor_evidence_total",
 		"Governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew: evidence that re-armed our connection.")
 	c.governorInterval = b.gauge("governor_interval_seconds",
-		"The dial governor's budget interval between real dials: 0 while the budget does not apply (our connection up, or the cluster known reachable); it grows with the outage (1/36 of it, from 1 s up to the delay cap).")
+		"The dial governor's budget interval between real dials: 0 while the budget does not apply (our connection up, or the cluster known reachable); it grows with the outage (1/50 of it, from 1.2 s up to the delay cap).")
 
 	c.initialise()
 	if opts.Registerer != nil {

@@ -62,7 +62,7 @@ func TestDemoJSONBothClients(t *testing.T) {
 	assert.LessOrEqual(t, *res.ControlconnRecoveryS, 1.5, "back within 1.5 s of the cluster being ready")
 	assert.Equal(t, res.ControlconnRecoveryS, with.ControlBackS, "the governed client's control connection is ours")
 	require.NotNil(t, with.EveryHostUsableS, "every host usable through the governed client within the wait")
-	assert.LessOrEqual(t, *with.EveryHostUsableS, 3.0, "every host usable within 3 s of ready (the 250 ms pool tick, a node-UP event 1 s late)")
+	assert.LessOrEqual(t, *with.EveryHostUsableS, 3.0, "every host usable within 3 s of ready (the 100 ms pool tick, a node-UP event 1 s late)")
 	require.NotNil(t, with.FirstReadS)
 	assert.LessOrEqual(t, *with.FirstReadS, *with.EveryHostUsableS)
 	assert.Positive(t, res.RefusedByGovernor, "the governor refused dials")

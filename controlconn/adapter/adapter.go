@@ -19,11 +19,12 @@ import (
 // WithDialGovernor, sets on a gocql config whose interval is gocql's default, 60 s (a user who
 // wants exactly 60 s sets 60 s + 1 ns); an adapter does the same on its driver's config. gocql
 // refills the pool of a host it marked down only on an UP event its own control connection
-// receives or on this tick; with the governor, a 250 ms tick costs no storm (a known-down host
-// still gets one real dial per backoff; a refusal sends nothing) and a host's pool comes back
-// within about a quarter of a second of the governor opening it. After Close the governor holds
+// receives or on this tick; with the governor, a 100 ms tick costs no storm (a known-down host
+// still gets one real dial per backoff; a refusal sends nothing), a host's pool comes back
+// within about a tenth of a second of the governor opening it, and a budget slot that opens is
+// taken within about a tenth of a second. After Close the governor holds
 // a down host to one real dial per the interval the user configured.
-const GovernedReconnectInterval = 250 * time.Millisecond
+const GovernedReconnectInterval = 100 * time.Millisecond
 
 // Driver is what an adapter tells controlconn.New through controlconn.WithDriver. New builds a
 // host-event queue (WithQueueConfig configures it; Close closes it) and hands it to Install.

@@ -105,13 +105,13 @@ func TestRollingRestart(t *testing.T) {
 			p.Name(), back, g.GocqlControl+g.GocqlPool, u.GocqlControl+u.GocqlPool, g.Ours, u.Ours)
 		assert.LessOrEqual(t, back.Quantile(1), dataPathWithin, "every host's governed data path back after it answered")
 		// One dial of slack: each restarted host's pool is refilled once in both processes, but
-		// the governed one's 250 ms tick can catch a host between its port opening and its UP
+		// the governed one's fast tick (100 ms; 250 ms then) can catch a host between its port opening and its UP
 		// announcement (a refused dial, then the refill): seen once in 4 runs on cqlsim (12 / 11).
 		// Governed at most ungoverned + 1 is the goal (met in 3 of 4 runs on Cassandra: 9-11 /
 		// 10), but not always: 16 / 10 on Cassandra once, 12 / 11, 13 / 11 and 11 / 9 on 3-node
-		// cqlsim (the governed 250 ms tick refills a restarting host's pool on each slot while
+		// cqlsim (the governed fast tick refills a restarting host's pool on each slot while
 		// the ungoverned process waits for gocql's node-up event). Asserted: no storm, at most
-		// twice ungoverned + 4 (an ungoverned 250 ms tick would dial a down host 4 times a
+		// twice ungoverned + 4 (an ungoverned 100 ms tick would dial a down host 10 times a
 		// second); more than ungoverned + 1 is reported as a FINDING.
 		gd, ud := g.GocqlControl+g.GocqlPool, u.GocqlControl+u.GocqlPool
 		if gd > ud+1 {

@@ -68,6 +68,7 @@ type DialGate struct {
 	presumed  bool      // reachable only by presumption (Lost): the first failed dial ends it
 	downSince time.Time // when our connection went down
 	nextReal  time.Time // the budget's next real dial, while down
+	phased    bool      // the budget's second real dial of this outage is booked (at a random phase)
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
 	hosts     map[netip.AddrPort]*gateHost
 }
@@ -142,6 +143,7 @@ func (d *DialGate) ConnDown(now time.Time) {
 	d.connUp, d.reachable, d.presumed = false, false, false
 	d.downSince = now
 	d.nextReal = now
+	d.phased = false
 	d.epoch++
 	for _, h := range d.hosts {
 		if h.down && h.next.After(now) {
@@ -214,8 +216,14 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 			return VerdictNoBudget
 		}
 		interval := d.interval(now)
+		step := jitter(interval, d.cfg.Jitter, d.rand())
+		if !d.phased {
+			// The second real dial at a random moment within one interval: clients that lost
+			// the cluster together dial apart from then on, each at its own phase.
+			step, d.phased = time.Duration(float64(interval)*d.rand()), true
+		}
 		// Clamped after the jitter, as reconnect clamps its delays: never more than MaxInterval.
-		d.nextReal = now.Add(min(jitter(interval, d.cfg.Jitter, d.rand()), d.cfg.MaxInterval))
+		d.nextReal = now.Add(min(step, d.cfg.MaxInterval))
 		v = VerdictBudget
 	}
 	if h.down {
@@ -412,11 +420,14 @@ func (d *DialGate) interval(now time.Time) time.Duration {
 
 // hostBackoff is a known-down host's wait between real dials: HostBackoff doubling per failed
 // dial up to MaxInterval, or MaxInterval for a host announced down while our connection is up.
-// While our connection is down it is at most (number of hosts) × the budget's interval, so
-// that the budget is spent over every host rather than held back by the longest backoffs.
+// While our connection is down it is at most (number of hosts) × the budget's interval ×
+// (1 − Jitter), so that the budget is spent over every host rather than held back by the
+// longest backoffs, and the host whose turn it is is due when its slot opens however the
+// jitter fell (a round of slots is at least that long): a slot never waits for a host.
 func (d *DialGate) hostBackoff(now time.Time, h *gateHost) time.Duration {
 	if !d.connUp {
-		return min(d.cfg.MaxInterval, time.Duration(len(d.hosts))*d.interval(now), d.doubling(h.failures))
+		rotation := time.Duration(float64(len(d.hosts)) * float64(d.interval(now)) * (1 - d.cfg.Jitter))
+		return min(d.cfg.MaxInterval, rotation, d.doubling(h.failures))
 	}
 	if h.announced {
 		return d.cfg.MaxInterval

@@ -28,8 +28,8 @@ func at(d time.Duration) time.Time { return t0.Add(d) }
 // testConfig is controlconn.Governor{}.WithDefaults(0): the defaults, MaxInterval 30 s (the
 // Cadence's DelayCap). Written out here, since this package is below controlconn;
 // controlconn's TestGovernorValidate pins the same values and the gate's Config.
-var testConfig = Config{MinInterval: time.Second, OutageShare: 1.0 / 36, MaxInterval: 30 * time.Second,
-	Jitter: 0.2, HostBackoff: time.Second}
+var testConfig = Config{MinInterval: 1200 * time.Millisecond, OutageShare: 1.0 / 50, MaxInterval: 30 * time.Second,
+	Jitter: 0.1, HostBackoff: time.Second}
 
 // newGate returns a gate with the defaults and no jitter in effect (u = 0.5 is the middle of
 // the range).
@@ -123,9 +123,10 @@ func TestDialGateAbandonedDialIsNotAFailure(t *testing.T) {
 	assert.Equal(t, VerdictPass, gate.Admit(t0, hostA))
 }
 
-// Our connection down: the client-wide budget. The first real dial at once, the next one
-// interval later, whatever host and whoever asks; the interval is MinInterval (1 s) early in
-// the outage and OutageShare (1/36) of the outage later: 2 s at 72 s.
+// Our connection down: the client-wide budget. The first real dial at once, the second at a
+// random moment within one interval (u = 0.5: half of it), each next one interval later,
+// whatever host and whoever asks; the interval is MinInterval (1.2 s) for the first minute of
+// the outage and OutageShare (1/50) of the outage later: 2 s at 100 s.
 func TestDialGateBudgetWhileDown(t *testing.T) {
 	gate := newGate(t)
 	gate.ConnDown(t0)
@@ -133,45 +134,55 @@ func TestDialGateBudgetWhileDown(t *testing.T) {
 	assert.Equal(t, VerdictBudget, v, "the first dial of an outage is at once")
 	assert.False(t, ev)
 	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB))
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(999*time.Millisecond), hostC), "at 999 ms: no budget")
-	v, _ = dial(gate, at(time.Second), hostC, false)
-	assert.Equal(t, VerdictBudget, v, "at 1 s: the next")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(599*time.Millisecond), hostC), "at 599 ms: no budget")
+	v, _ = dial(gate, at(600*time.Millisecond), hostC, false)
+	assert.Equal(t, VerdictBudget, v, "at 600 ms: the second, at its phase")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1799*time.Millisecond), hostB), "at 1.799 s: no budget")
+	v, _ = dial(gate, at(1800*time.Millisecond), hostB, false)
+	assert.Equal(t, VerdictBudget, v, "at 1.8 s: the third, one interval after the second")
 
-	// 72 s into the outage the interval is 2 s.
-	v, _ = dial(gate, at(72*time.Second), hostB, false)
+	// 100 s into the outage the interval is 2 s.
+	v, _ = dial(gate, at(100*time.Second), hostB, false)
 	require.Equal(t, VerdictBudget, v)
-	assert.Equal(t, at(74*time.Second), gate.NextReal())
+	assert.Equal(t, at(102*time.Second), gate.NextReal())
 	// An hour in, it is capped by MaxInterval (DelayCap, 30 s).
 	v, _ = dial(gate, at(time.Hour), hostB, false)
 	require.Equal(t, VerdictBudget, v)
 	assert.Equal(t, at(time.Hour+30*time.Second), gate.NextReal())
 }
 
-// Jitter spreads the budget's interval by ±Jitter: u = 0 gives the shortest, u → 1 the longest.
-func TestDialGateBudgetJitter(t *testing.T) {
+// The second real dial of an outage comes at u × interval (its phase: clients that lost the
+// cluster together dial apart from then on); every later one ±Jitter: u = 0 gives the
+// shortest, u → 1 the longest. Checked to fail with the second dial jittered like the rest
+// (its phase then stayed within ±10 % of the interval, for every client alike).
+func TestDialGateBudgetPhaseAndJitter(t *testing.T) {
 	for _, c := range []struct {
-		u    float64
-		want time.Duration
-	}{{0, 800 * time.Millisecond}, {0.5, time.Second}, {0.75, 1100 * time.Millisecond}} {
+		u            float64
+		phase, third time.Duration
+	}{{0, 0, 1080 * time.Millisecond}, {0.5, 600 * time.Millisecond, 1200 * time.Millisecond}, {0.75, 900 * time.Millisecond, 1260 * time.Millisecond}} {
 		gate := New(testConfig, func() float64 { return c.u })
 		gate.ConnDown(t0)
 		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
-		assert.Equal(t, at(c.want), gate.NextReal(), "u=%v", c.u)
+		second := at(c.phase)
+		assert.Equal(t, second, gate.NextReal(), "u=%v: the second dial's phase", c.u)
+		require.Equal(t, VerdictBudget, gate.Admit(second, hostB))
+		assert.Equal(t, second.Add(c.third), gate.NextReal(), "u=%v: the third dial, one jittered interval later", c.u)
 	}
 }
 
 // At the cap the jitter only shortens the interval: MaxInterval is a promise, as DelayCap is
-// reconnect's (an hour into an outage, u → 1 gave 1.2 × 30 s = 36 s before the clamp).
+// reconnect's (an hour into an outage, u → 1 gave 1.1 × 30 s = 33 s before the clamp).
 func TestDialGateBudgetJitterNeverPassesMaxInterval(t *testing.T) {
 	for _, c := range []struct {
 		u    float64
 		want time.Duration
-	}{{0, 24 * time.Second}, {0.5, 30 * time.Second}, {0.999, 30 * time.Second}} {
+	}{{0, 27 * time.Second}, {0.5, 30 * time.Second}, {0.999, 30 * time.Second}} {
 		gate := New(testConfig, func() float64 { return c.u })
 		gate.ConnDown(t0)
 		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
 		require.False(t, gate.Done(t0, hostA, false, true), "a failed dial is no evidence")
-		require.Equal(t, VerdictBudget, gate.Admit(at(time.Hour), hostB))
+		require.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostB)) // the second: its phase
+		require.Equal(t, VerdictBudget, gate.Admit(at(time.Hour), hostC))
 		assert.Equal(t, at(time.Hour+c.want), gate.NextReal(), "u=%v", c.u)
 	}
 }
@@ -293,7 +304,7 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostC), "failed once: known down")
 	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostC), "then on the budget")
 	gate.Done(at(time.Second), hostC, false, true)
-	assert.Equal(t, at(2*time.Second), gate.NextReal(), "the budget's next dial, 1 s later")
+	assert.Equal(t, at(2200*time.Millisecond), gate.NextReal(), "the budget's next dial, one interval (1.2 s) later")
 	gate.Done(t0, hostB, true, false)
 
 	back := at(3 * time.Second)
