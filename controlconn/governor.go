@@ -24,7 +24,7 @@ const (
 //	                    minute of an outage
 //	OutageShare  1/50   the interval grows to this share of the outage's length so far (from
 //	                    60 s on), so being late costs ~2 % of the outage, and a 1 h outage
-//	                    costs ~280 real dials per process (280 measured in virtual time,
+//	                    costs ~290 real dials per process (287 measured in virtual time,
 //	                    3 nodes)
 //	MaxInterval  DelayCap of the Cadence (30 s by default): the interval never exceeds it
 //	Jitter       0.1    ± fraction of each interval; the second real dial of an outage comes at
