@@ -49,10 +49,10 @@ const (
 // interval later (OutageShare of the outage so far, within MinInterval and MaxInterval, ±Jitter;
 // the second at a random moment within the first interval), and a known-down host's backoff
 // restarts and is at most (number of hosts) × interval × (1 − Jitter), so the budget rotates
-// over the hosts and a slot never waits for a host to be due. The first dial that connects during the outage is evidence that
-// re-arms our connection and proves the cluster reachable: until our connection is back, every
-// host not known down passes at once and a known-down host gets its real dials on its own
-// backoff. A failed dial of ours ends a presumption but makes no host known down, since ours may
+// over the hosts and a slot never waits for a host to be due. The first dial that connects
+// during the outage is evidence that re-arms our connection and proves the cluster reachable:
+// until our connection is back, every host not known down passes at once and a known-down host
+// gets its real dials on its own backoff. A failed dial of ours ends a presumption but makes no host known down, since ours may
 // be cut off alone. When our connection is back, the hosts it believes up are open at once,
 // except the host it was lost from, which gets one real dial HostBackoff later (gossip may not
 // have noticed it stopping); a host known down by failed dials or an earlier announcement gets

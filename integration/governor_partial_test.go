@@ -43,9 +43,9 @@ func TestGovernedPartialReturn(t *testing.T) {
 	g := p.dials.In(begin, connectedAt).Total()
 	t.Logf("FIGURE one node of 5 back after a %v full outage: ours back %s after its node_up (on %s), its data path %s after; %d dials of the governed process from the stop until ours was back; governor %+v",
 		outage, realtime.Millis(connectedAt.Sub(up.At)), ep.Addr, realtime.Millis(servedAt.Sub(up.At)), g, p.cc.GovernorStats())
-	// The budget's rotation bounds it: five intervals of 1.2 s (60 s / 50), then gocql's tick
+	// The budget's rotation bounds it: five intervals (1.2 s each at 60 s), then gocql's tick
 	// and margin.
-	within := 5*outage/50 + dataPathBackWithin
+	within := 5*budgetInterval(outage) + dataPathBackWithin
 	assert.LessOrEqual(t, connectedAt.Sub(up.At), within, "ours back after the node answered")
 	assert.LessOrEqual(t, servedAt.Sub(up.At), within, "its data path back after the node answered")
 }

@@ -137,6 +137,13 @@ func TestGovernedLongOutages(t *testing.T) {
 	governedOutages(t, 3, 60*time.Second, 10, 60, 1500*time.Millisecond, 2500*time.Millisecond)
 }
 
+// budgetInterval is the default Governor's budget interval after an outage of d (jitter aside):
+// OutageShare of it, within MinInterval and MaxInterval.
+func budgetInterval(d time.Duration) time.Duration {
+	g := controlconn.Governor{}.WithDefaults(0)
+	return min(max(time.Duration(float64(d)*g.OutageShare), g.MinInterval), g.MaxInterval)
+}
+
 // longEnv enables the long integration cases (make long sets it): real-time repeats of figures
 // that virtual-time tests pin in the regular suite, and outages of a minute or more.
 const longEnv = "CQLCONTROL_LONG"
@@ -212,7 +219,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 		assert.Less(t, 2*g, u, "the governed process dials less than half what gocql alone does")
 	}
 	t.Logf("FIGURE governed %v full outages x%d, %d nodes: ours back %v, data path %v", outage, n, nodes, oursLate, dataLate)
-	growth := max(0, outage-time.Minute) / 50
+	growth := max(0, budgetInterval(outage)-controlconn.Governor{}.WithDefaults(0).MinInterval)
 	assert.LessOrEqual(t, oursLate.Max(), oursWithin+growth, "ours back after the first node_up (max)")
 	assert.LessOrEqual(t, dataLate.Max(), dataWithin+growth, "every host's data path back after its node_up (max)")
 	st := cc.GovernorStats()

@@ -22,8 +22,8 @@ import (
 // receives or on this tick; with the governor, a 100 ms tick costs no storm (a known-down host
 // still gets one real dial per backoff; a refusal sends nothing), a host's pool comes back
 // within about a tenth of a second of the governor opening it, and a budget slot that opens is
-// taken within about a tenth of a second. After Close the governor holds
-// a down host to one real dial per the interval the user configured.
+// taken within about a tenth of a second. After Close the governor holds a down host to one
+// real dial per the interval the user configured.
 const GovernedReconnectInterval = 100 * time.Millisecond
 
 // Driver is what an adapter tells controlconn.New through controlconn.WithDriver. New builds a
