@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"io"
@@ -11,20 +10,18 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/chart"
 )
 
-// The chart is drawn with gonum/plot, whose Liberation fonts are compiled into the binary: no
-// font is looked up on the system or fetched at run time. Geometry:
+// The chart is drawn with gonum/plot through internal/chart (its fonts compiled in, PNG at
+// 144 dpi: 2160×864 px). Geometry:
 const (
 	chartW, chartH = 15 * vg.Inch, 6 * vg.Inch
-	panelGap       = 36  // points between the two panels
-	legendGap      = 14  // points between the panels and the legend at their right
-	pngDPI         = 144 // 2160×864 px: sharp on high-density screens
+	panelGap       = 36 // points between the two panels
+	legendGap      = 14 // points between the panels and the legend at their right
 )
 
 // latenessFloor is the lowest p99 the chart shows, in seconds: a log axis has no place for 0,
@@ -64,51 +61,20 @@ func style(id string) lineStyle {
 	return lineStyle{rgb(0x7f7f7f), nil, draw.CircleGlyph{}}
 }
 
-// WriteSVG draws the chart of WritePNG as SVG. Its text names Liberation Sans, with the
-// metrically compatible Arial and Helvetica after it, so that a viewer without the Liberation
-// fonts lays the labels out the same.
-func (r *Result) WriteSVG(w io.Writer) error { return writeSVG(w, chartW, chartH, r.drawChart) }
-
-// writeSVG draws a chart of width×height with drawChart as SVG, its font names widened as
-// WriteSVG says.
-func writeSVG(w io.Writer, width, height vg.Length, drawChart func(draw.Canvas) error) error {
-	c := vgsvg.New(width, height)
-	if err := drawChart(draw.New(c)); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return err
-	}
-	svg := bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Sans;"),
-		[]byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
-	_, err := w.Write(svg)
-	return err
-}
+// WriteSVG draws the chart of WritePNG as SVG (chart.WriteSVG: fonts with fallbacks).
+func (r *Result) WriteSVG(w io.Writer) error { return chart.WriteSVG(w, chartW, chartH, r.drawChart) }
 
 // WritePNG draws both halves of the trade-off against outage length, side by side, on log
 // scales: at the left p99 lateness after the cluster is ready, at the right the attempts each
 // outage cost; one line with a marker per outage length for each strategy, and one legend to
 // the right. A p99 under 10 ms is drawn at 10 ms, and a note under the legend says so.
-func (r *Result) WritePNG(w io.Writer) error { return writePNG(w, chartW, chartH, r.drawChart) }
+func (r *Result) WritePNG(w io.Writer) error { return chart.WritePNG(w, chartW, chartH, r.drawChart) }
 
-// writePNG draws a chart of width×height with drawChart as PNG at pngDPI.
-func writePNG(w io.Writer, width, height vg.Length, drawChart func(draw.Canvas) error) error {
-	c := vgimg.NewWith(vgimg.UseWH(width, height), vgimg.UseDPI(pngDPI))
-	if err := drawChart(draw.New(c)); err != nil {
-		return err
-	}
-	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
-	return err
-}
-
-// sans is the charts' typeface, Liberation Sans, compiled into the binary.
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-// textStyle is black Liberation Sans text of size points.
-func textStyle(size vg.Length) text.Style {
-	return text.Style{Color: color.Black, Font: font.From(sans, size), Handler: plot.DefaultTextHandler}
-}
+// sans and textStyle are the charts' typeface and text (internal/chart).
+var (
+	sans      = chart.Sans
+	textStyle = chart.Text
+)
 
 // chartPanel is one half of the chart: what it plots of each row, and how.
 type chartPanel struct {

@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/chart"
 )
 
 // DialsChart is a picture of dials over time for several clients of one outage: for each client
@@ -43,10 +45,10 @@ type ChartMark struct {
 const dialsW, dialsH = 10 * vg.Inch, 5 * vg.Inch
 
 // WriteSVG draws the chart as SVG.
-func (d DialsChart) WriteSVG(w io.Writer) error { return writeSVG(w, dialsW, dialsH, d.draw) }
+func (d DialsChart) WriteSVG(w io.Writer) error { return chart.WriteSVG(w, dialsW, dialsH, d.draw) }
 
 // WritePNG draws the chart as PNG.
-func (d DialsChart) WritePNG(w io.Writer) error { return writePNG(w, dialsW, dialsH, d.draw) }
+func (d DialsChart) WritePNG(w io.Writer) error { return chart.WritePNG(w, dialsW, dialsH, d.draw) }
 
 func (d DialsChart) draw(c draw.Canvas) error {
 	if len(d.Series) == 0 {

@@ -60,4 +60,13 @@
 // reconnect.Recovery. Its lateness is the data path's (the last pool back after ready), its
 // attempts and dials the process's real dials until ours is back, and its fleet columns count
 // SYNs per second.
+//
+// # The node's logins
+//
+// Nothing here models the server: a dial after ready connects in DialTime. While the cluster is
+// down that is what a real fleet does (the tests compare the fleet view's dials with
+// bench/fleet's setups per second); on the return, what decides a fleet's lateness is the node's
+// login throughput, which the lab does not have. The tests hold a minimal login queue (logins.go)
+// beside bench/fleet's figures to show why no small change brings the lab near them
+// (docs/fleet.md, "The lab beside these figures").
 package lab

@@ -1,5 +1,6 @@
 // The cqlcontrol lane: gocql v1.7.0 with cqlcontrol's control connection plugged in as the
-// README shows (controlconn.New before CreateSession, Start after), no dial governor. Queries
+// README shows (controlconn.New before CreateSession, Start after), with the dial governor
+// turned off (Governor{Off: true}; it is on by default), as the ungoverned lane. Queries
 // are pinned as in the gocql lane.
 package main
 
@@ -17,7 +18,7 @@ func main() {
 	hosts := golane.Hosts()
 	cluster := gocql.NewCluster(hosts...)
 	cluster.PoolConfig.HostSelectionPolicy = golane.NewPin(gocql.RoundRobinHostPolicy())
-	cc, err := controlconn.New(cluster, controlconn.Cadence{})
+	cc, err := controlconn.New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Off: true}))
 	if err != nil {
 		golane.Fatal(err)
 	}

@@ -1,59 +1,39 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
-	"io"
 	"math"
-	"os"
 	"slices"
-	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/chart"
 )
 
-// The chart is drawn as the demo's and the lab's are (cmd/cqlcontrol, lab): gonum/plot with
+// The chart is drawn as the lab's and the fleet's are, through internal/chart: gonum/plot with
 // its compiled-in Liberation fonts, nothing looked up on the system. One panel per cluster:
 // SYNs against max data-path lateness, both on log scales, a point per lane (colour) and outage
 // (marker shape); down and to the left is better.
 const (
 	chartW, chartH = 15 * vg.Inch, 6.5 * vg.Inch
 	legendW        = 3.4 * vg.Inch
-	pngDPI         = 144
 	// floorS is the lowest lateness drawn (a log axis has no 0): a data path back within 50 ms
 	// of its host, or before the harness saw the host answer, is drawn at it.
 	floorS = 0.05
 )
 
-var laneColors = []color.RGBA{
-	{0x1f, 0x77, 0xb4, 0xff}, // gocql
-	{0x17, 0xbe, 0xcf, 0xff}, // gocql v2
-	{0xff, 0x98, 0x96, 0xff}, // cqlcontrol
-	{0xd6, 0x27, 0x28, 0xff}, // cqlcontrol governed
-	{0x8c, 0x1a, 0x1a, 0xff}, // cqlcontrol governed v2
-	{0x94, 0x67, 0xbd, 0xff}, // java
-	{0x8c, 0x56, 0x4b, 0xff}, // rust
-	{0x2c, 0xa0, 0x2c, 0xff}, // python
-	{0x98, 0xdf, 0x8a, 0xff}, // python (scylla-driver)
-	{0xff, 0x7f, 0x0e, 0xff}, // node
-}
-
 // outageGlyphs gives each outage length a marker shape, in the order the lengths first appear.
 var outageGlyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.PyramidGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}}
 
-var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
-
-func textStyle(size vg.Length) text.Style {
-	return text.Style{Color: color.Black, Font: font.From(sans, size), Handler: plot.DefaultTextHandler}
-}
+var (
+	sans      = chart.Sans
+	textStyle = chart.Text
+)
 
 // writeChart writes path.png and path.svg.
 func writeChart(res *Results, path string) error {
@@ -61,44 +41,7 @@ func writeChart(res *Results, path string) error {
 	if len(clusters) == 0 {
 		return nil
 	}
-	drawFn := func(c draw.Canvas) error { return drawChart(c, res, clusters, outages) }
-	for _, out := range []struct {
-		ext   string
-		write func(io.Writer, func(draw.Canvas) error) error
-	}{{".svg", writeSVG}, {".png", writePNG}} {
-		var buf bytes.Buffer
-		if err := out.write(&buf, drawFn); err != nil {
-			return err
-		}
-		if err := os.WriteFile(path+out.ext, buf.Bytes(), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func writeSVG(w io.Writer, f func(draw.Canvas) error) error {
-	c := vgsvg.New(chartW, chartH)
-	if err := f(draw.New(c)); err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return err
-	}
-	svg := bytes.ReplaceAll(buf.Bytes(), []byte("font-family:Liberation Sans;"),
-		[]byte("font-family:Liberation Sans,Arial,Helvetica,sans-serif;"))
-	_, err := w.Write(svg)
-	return err
-}
-
-func writePNG(w io.Writer, f func(draw.Canvas) error) error {
-	c := vgimg.NewWith(vgimg.UseWH(chartW, chartH), vgimg.UseDPI(pngDPI))
-	if err := f(draw.New(c)); err != nil {
-		return err
-	}
-	_, err := vgimg.PngCanvas{Canvas: c}.WriteTo(w)
-	return err
+	return chart.WriteFiles(path, chartW, chartH, func(c draw.Canvas) error { return drawChart(c, res, clusters, outages) })
 }
 
 func drawChart(c draw.Canvas, res *Results, clusters []string, outages []float64) error {
@@ -146,8 +89,8 @@ func drawChart(c draw.Canvas, res *Results, clusters []string, outages []float64
 			ax.Tick.Label.Font = font.From(sans, 10)
 			ax.Scale = plot.LogScale{}
 		}
-		p.X.Tick.Marker = decadeTicks(xlo, xhi)
-		p.Y.Tick.Marker = decadeTicks(ylo, yhi)
+		p.X.Tick.Marker = chart.DecadeTicks(xlo, xhi)
+		p.Y.Tick.Marker = chart.DecadeTicks(ylo, yhi)
 		grid := plotter.NewGrid()
 		grid.Vertical.Color = color.Gray{Y: 0xe0}
 		grid.Horizontal.Color = color.Gray{Y: 0xe0}
@@ -211,12 +154,11 @@ func drawChart(c draw.Canvas, res *Results, clusters []string, outages []float64
 func point(r Run) (x, y float64) { return max(float64(r.SYNs), 1), max(r.MaxLatenessS, floorS) }
 
 func glyph(laneName string, outage int) draw.GlyphStyle {
-	i := max(laneIndex(laneName), 0)
 	radius := vg.Points(4.5)
 	if laneName == governedLane {
 		radius = vg.Points(6)
 	}
-	return draw.GlyphStyle{Color: laneColors[i%len(laneColors)], Radius: radius, Shape: outageGlyphs[outage%len(outageGlyphs)]}
+	return draw.GlyphStyle{Color: chart.LaneColor(laneName), Radius: radius, Shape: outageGlyphs[outage%len(outageGlyphs)]}
 }
 
 type glyphThumb struct{ draw.GlyphStyle }
@@ -226,18 +168,6 @@ func (g glyphThumb) Thumbnail(c *draw.Canvas) {
 }
 
 func thumb(gs draw.GlyphStyle) plot.Thumbnailer { return glyphThumb{gs} }
-
-// decadeTicks labels each power of ten from lo to hi, with unlabelled minor ticks between.
-func decadeTicks(lo, hi float64) plot.ConstantTicks {
-	var ticks plot.ConstantTicks
-	for d := lo; d <= hi*1.0001; d *= 10 {
-		ticks = append(ticks, plot.Tick{Value: d, Label: strconv.FormatFloat(d, 'g', -1, 64)})
-		for k := 2.0; k < 10 && d*k < hi; k++ {
-			ticks = append(ticks, plot.Tick{Value: d * k})
-		}
-	}
-	return ticks
-}
 
 // decade rounds v to a power of ten with round (math.Floor or math.Ceil) of its logarithm.
 func decade(v float64, round func(float64) float64) float64 {

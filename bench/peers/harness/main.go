@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/machine"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
@@ -135,7 +136,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	res := loadResults(cfg.results)
 	res.Command = "make peers"
-	res.Machine = describeMachine()
+	res.Machine = machine.Describe()
 	res.Counter = fmt.Sprintf("nftables: a counter on the output hook, TCP SYN without ACK from the lane's process (its own group ID, meta skgid) to %s-%s port %d", cfg.baseIP, nthIP(cfg.baseIP, 2), 9042)
 	res.WaitS = cfg.wait.Seconds()
 	res.SettleS = settle.Seconds()
@@ -256,14 +257,14 @@ func nthIP(base string, n int) string {
 
 // Results is results.json.
 type Results struct {
-	Date    string  `json:"date"`
-	Command string  `json:"command"`
-	Machine Machine `json:"machine"`
-	Counter string  `json:"syn_counter"`
-	WaitS   float64 `json:"wait_s"`
-	SettleS float64 `json:"settle_s"`
-	WallS   float64 `json:"wall_s"` // of the last invocation
-	Runs    []Run   `json:"runs"`
+	Date    string          `json:"date"`
+	Command string          `json:"command"`
+	Machine machine.Machine `json:"machine"`
+	Counter string          `json:"syn_counter"`
+	WaitS   float64         `json:"wait_s"`
+	SettleS float64         `json:"settle_s"`
+	WallS   float64         `json:"wall_s"` // of the last invocation
+	Runs    []Run           `json:"runs"`
 }
 
 func loadResults(path string) *Results {
