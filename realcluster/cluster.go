@@ -2,6 +2,7 @@ package realcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -38,7 +39,7 @@ type Config struct {
 	Version     string // Cassandra release, default DefaultVersion (5.0.x only)
 	ClusterName string // default "cqlcontrol"
 	// HeapMB is each node's heap (-Xms = -Xmx), default 512: three nodes stay under 3.5 GiB
-	// of resident memory in all (measured by TestMemory).
+	// of resident memory in all (measured by TestRealClusterVerbs).
 	HeapMB int
 	// Dir is the cluster's working directory (one subdirectory per node: conf, data, logs).
 	// Empty: a new temporary directory, removed by Close.
@@ -46,6 +47,14 @@ type Config struct {
 	// PasswordAuth turns on PasswordAuthenticator and CassandraAuthorizer (the default
 	// superuser is cassandra/cassandra).
 	PasswordAuth bool
+	// SuperuserSetupDelay is how long after its first start a PasswordAuth cluster creates the
+	// default superuser (the system property cassandra.superuser_setup_delay_ms); zero keeps
+	// Cassandra's 10 s.
+	SuperuserSetupDelay time.Duration
+	// Roles are created once every node has started (CreateRole), before Start returns.
+	Roles []Role
+	// TLS, when set, turns on client-to-node encryption (see TLS).
+	TLS *TLS
 	// YAML lines appended to every node's cassandra.yaml ("key: value").
 	YAML []string
 	// JVMOptions appended to every node's command line (-Dcassandra.ring_delay_ms=..., say).
@@ -98,6 +107,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("realcluster: Nodes %d: want 1 to 9", c.Nodes)
 	case c.HeapMB < 256:
 		return fmt.Errorf("realcluster: HeapMB %d: Cassandra 5.0 needs at least 256", c.HeapMB)
+	case len(c.Roles) > 0 && !c.PasswordAuth:
+		return errors.New("realcluster: Roles need PasswordAuth")
 	case c.Port < 1 || c.Port > 65535 || c.StoragePort < 1 || c.StoragePort > 65535 || c.Port == c.StoragePort:
 		return fmt.Errorf("realcluster: ports %d/%d: want two distinct ports", c.Port, c.StoragePort)
 	}
@@ -138,6 +149,7 @@ type Cluster struct {
 	inst    Installation
 	dir     string
 	tempDir bool
+	probe   *tls.Config // the readiness probe's TLS (nil without Config.TLS)
 
 	mu     sync.Mutex
 	nodes  []*Node
@@ -164,15 +176,19 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		}
 		c.tempDir = true
 	}
-	base := net.ParseIP(cfg.BaseIP).To4()
-	for i := range cfg.Nodes {
-		ip := net.IPv4(base[0], base[1], base[2], base[3]+byte(i)).String()
-		if err := portFree(ip, cfg.Port); err != nil {
+	if cfg.TLS != nil {
+		if err := c.setupTLS(); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
-		c.nodes = append(c.nodes, &Node{c: c, index: i, ip: ip, seed: true, token: token(i, cfg.Nodes),
-			dir: filepath.Join(c.dir, fmt.Sprintf("node%d", i+1))})
+	}
+	for i := range cfg.Nodes {
+		n := c.founder(i)
+		if err := portFree(n.ip, cfg.Port); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
 	}
 	for _, n := range c.nodes {
 		if err := n.prepare(false); err != nil {
@@ -184,7 +200,24 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		_ = c.Close()
 		return nil, err
 	}
+	for _, r := range cfg.Roles {
+		rctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+		err := c.CreateRole(rctx, r)
+		cancel()
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("realcluster: role %q: %w", r.Name, err)
+		}
+	}
 	return c, nil
+}
+
+// founder is founding node i of the cluster: BaseIP+i, a seed, its balanced token.
+func (c *Cluster) founder(i int) *Node {
+	base := net.ParseIP(c.cfg.BaseIP).To4()
+	ip := net.IPv4(base[0], base[1], base[2], base[3]+byte(i)).String()
+	return &Node{c: c, index: i, ip: ip, seed: true, token: token(i, c.cfg.Nodes),
+		dir: filepath.Join(c.dir, fmt.Sprintf("node%d", i+1))}
 }
 
 // portFree fails when something already listens on ip:port (a Cassandra left by another run,

@@ -76,6 +76,12 @@ func (c *Cluster) jvmArgs(n *Node) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.jvmArgsWith(n, jamm, c.inst.Lib), nil
+}
+
+// jvmArgsWith is jvmArgs with the jamm agent's jar and the jar directory as the JVM sees them
+// (inside a container, say).
+func (c *Cluster) jvmArgsWith(n *Node, jamm, lib string) []string {
 	heap := fmt.Sprintf("%dm", c.cfg.HeapMB)
 	args := []string{
 		"-Xms" + heap, "-Xmx" + heap, "-Xss256k",
@@ -94,9 +100,11 @@ func (c *Cluster) jvmArgs(n *Node) ([]string, error) {
 		markerProp+n.dir,
 		fmt.Sprintf("%s%d", ownerProp, os.Getpid()),
 	)
+	if c.cfg.SuperuserSetupDelay > 0 {
+		args = append(args, fmt.Sprintf("-Dcassandra.superuser_setup_delay_ms=%d", c.cfg.SuperuserSetupDelay.Milliseconds()))
+	}
 	args = append(args, c.cfg.JVMOptions...)
-	args = append(args, "-cp", filepath.Join(c.inst.Lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
-	return args, nil
+	return append(args, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
 }
 
 // token is node i's initial token of n: the Murmur3 range split evenly, as ccm balances it.
@@ -151,6 +159,13 @@ func (c *Cluster) writeConf(n *Node, bootstrap bool) error {
 	fmt.Fprintf(&b, "authenticator: %s\nauthorizer: %s\n", auth, authz)
 	// Small machines: one compactor, no key cache to warm, no UDF threads.
 	b.WriteString("concurrent_compactors: 1\nkey_cache_size: 0MiB\n")
+	if c.cfg.TLS != nil {
+		y, err := c.tlsYAML(n, "")
+		if err != nil {
+			return err
+		}
+		b.WriteString(y)
+	}
 	for _, line := range c.cfg.YAML {
 		b.WriteString(line + "\n")
 	}

@@ -2,6 +2,7 @@ package realcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -142,7 +143,7 @@ func (n *Node) Start(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		hctx, hcancel := context.WithTimeout(ctx, time.Second)
-		herr := AnswersCQL(hctx, n.Addr())
+		herr := AnswersCQLTLS(hctx, n.Addr(), n.c.probeTLS())
 		hcancel()
 		if herr == nil {
 			at := time.Now()
@@ -269,6 +270,41 @@ func (n *Node) Resume() {
 
 func (n *Node) resumeIfPaused() { n.Resume() }
 
+// PID returns the process ID of the node's JVM (0 when it is not running).
+func (n *Node) PID() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.running() {
+		return 0
+	}
+	return n.cmd.Process.Pid
+}
+
+// CPU returns the CPU time (user + system) the node's current JVM has used, read from
+// /proc/pid/stat (0 when it is not running).
+func (n *Node) CPU() time.Duration {
+	pid := n.PID()
+	if pid == 0 {
+		return 0
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(raw), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	// After the comm: state(0) ... utime(11) stime(12), in clock ticks (100 per second on Linux).
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
 // RSS returns the JVM's resident memory in bytes (0 when it is not running).
 func (n *Node) RSS() int64 {
 	n.mu.Lock()
@@ -322,9 +358,17 @@ func (c *Cluster) isClosed() bool {
 // AnswersCQL reports whether a CQL server at addr answers the start of a handshake: a
 // protocol v4 STARTUP gets READY or AUTHENTICATE. This is what "ready" means here, not a log
 // line: a node whose native transport is listening but not yet serving fails it.
-func AnswersCQL(ctx context.Context, addr string) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+func AnswersCQL(ctx context.Context, addr string) error { return AnswersCQLTLS(ctx, addr, nil) }
+
+// AnswersCQLTLS is AnswersCQL over TLS with tc (plain when tc is nil).
+func AnswersCQLTLS(ctx context.Context, addr string, tc *tls.Config) error {
+	var conn net.Conn
+	var err error
+	if tc != nil {
+		conn, err = (&tls.Dialer{Config: tc}).DialContext(ctx, "tcp", addr)
+	} else {
+		conn, err = (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}

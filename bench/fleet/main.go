@@ -1,0 +1,619 @@
+// Command fleet measures a fleet's return on real Apache Cassandra (docs/fleet.md): K
+// independent clients, each its own gocql ClusterConfig and Session (and, in the cqlcontrol
+// lanes, its own ControlConnection and governor), spread over OS processes of GOMAXPROCS=1,
+// logging in with PasswordAuthenticator as a role of bcrypt cost 10 or 12, through faults of the
+// node: SIGKILL then restart, and the native transport off for 30 s (nodetool disablebinary).
+// It writes results.json and prints the table.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"maps"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/machine"
+	"github.com/cqlcontrol/cqlcontrol/realcluster"
+)
+
+// workerEnv marks a worker process (the coordinator's binary, or the test binary, run again).
+const workerEnv = "CQLCONTROL_FLEET_WORKER"
+
+const (
+	user     = "fleet"
+	password = "fleet-password"
+)
+
+func main() {
+	var (
+		worker     = flag.Bool("worker", false, "run as one worker process (the coordinator starts them)")
+		tableOnly  = flag.Bool("table", false, "print the table of the results file (-out) and exit")
+		chartOnly  = flag.Bool("chart", false, "draw the chart of the results file (-out) as -chart-path .png and .svg, and exit")
+		chartPath  = flag.String("chart-path", "fleet", "the chart's path without extension (.png and .svg are written)")
+		laneFlag   = flag.String("lanes", strings.Join(defaultLanes, ","), "lanes, comma-separated: "+strings.Join(laneNames(), ", "))
+		ksFlag     = flag.String("k", "100,300", "fleet sizes K, comma-separated")
+		costsFlag  = flag.String("costs", "10", "bcrypt costs of the fleet's role, comma-separated")
+		faultsFlag = flag.String("faults", "kill,disablebinary", "faults: kill (SIGKILL, restart at once), disablebinary (30 s off)")
+		perProc    = flag.Int("per-process", 100, "clients per worker process")
+		binaryOff  = flag.Duration("binary-off", 30*time.Second, "how long disablebinary keeps the native transport off")
+		tail       = flag.Duration("tail", 10*time.Second, "how long setups and logins still count after every client serves")
+		capAfter   = flag.Duration("cap", 180*time.Second, "how long after the node answers CQL to wait for every client")
+		baseIP     = flag.String("ip", "127.0.0.111", "the node's loopback address")
+		out        = flag.String("out", "results.json", "results file (rows of the same lane, fault, K and cost are replaced)")
+		// The worker's own flags.
+		wHost   = flag.String("host", "", "worker: the node")
+		wPort   = flag.Int("port", 9042, "worker: the native port")
+		wN      = flag.Int("n", 0, "worker: clients")
+		wLane   = flag.String("lane", "", "worker: lane")
+		wUser   = flag.String("user", user, "worker: role")
+		wPass   = flag.String("password", password, "worker: password")
+		waitEv  = flag.Duration("wait-every", 100*time.Millisecond, "a client's query interval while it waits to serve")
+		serveEv = flag.Duration("serve-every", time.Second, "a client's query interval while it serves")
+	)
+	flag.Parse()
+	if *worker {
+		if err := runWorker(*wLane, *wHost, *wPort, *wN, *wUser, *wPass, *waitEv, *serveEv); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *tableOnly || *chartOnly {
+		res, err := readResults(*out)
+		if err != nil {
+			fatal(err)
+		}
+		if *tableOnly {
+			fmt.Println(table(res.Rows, res.Floors))
+		}
+		if *chartOnly {
+			if err := writeFleetChart(res, *chartPath); err != nil {
+				fatal(err)
+			}
+		}
+		return
+	}
+	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
+		capAfter: *capAfter, ip: *baseIP, waitEvery: *waitEv, serveEvery: *serveEv}
+	for _, k := range split(*ksFlag) {
+		plan.ks = append(plan.ks, atoi(k))
+	}
+	for _, c := range split(*costsFlag) {
+		plan.costs = append(plan.costs, atoi(c))
+	}
+	for _, l := range plan.lanes {
+		if _, err := laneByName(l); err != nil {
+			fatal(err)
+		}
+	}
+	res, err := run(plan, func(r Row, so *Results) {
+		fmt.Println(r.line())
+		// Each row is written as it is measured: an interrupted run keeps what it measured.
+		part := *so
+		part.Rows = slices.Clone(so.Rows)
+		part.Floors = maps.Clone(so.Floors)
+		if err := merge(*out, &part); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet:", err)
+		}
+	})
+	if res != nil {
+		// The rows measured so far are kept even when a later one failed.
+		if merr := merge(*out, res); merr != nil {
+			err = errors.Join(err, merr)
+		}
+	}
+	if err != nil {
+		fatal(err)
+	}
+	// The chart is of the whole file: the rows of earlier runs merged with these.
+	all, err := readResults(*out)
+	if err == nil {
+		err = writeFleetChart(all, *chartPath)
+	}
+	if err != nil {
+		fatal(fmt.Errorf("chart: %w", err))
+	}
+	fmt.Println(table(res.Rows, res.Floors))
+}
+
+type plan struct {
+	lanes, faults         []string
+	ks, costs             []int
+	perProc               int
+	binaryOff, capAfter   time.Duration
+	ip                    string
+	waitEvery, serveEvery time.Duration
+	// settle is the pause before each fault; floorWarm and floorWindow the floor's measurement.
+	settle, floorWarm, floorWindow time.Duration
+	// tail is how long after every client serves (or the cap) setups and logins still count.
+	tail time.Duration
+}
+
+func (p plan) withDefaults() plan {
+	if p.perProc == 0 {
+		p.perProc = 100
+	}
+	if p.binaryOff == 0 {
+		p.binaryOff = 30 * time.Second
+	}
+	if p.capAfter == 0 {
+		p.capAfter = 180 * time.Second
+	}
+	if p.waitEvery == 0 {
+		p.waitEvery = 100 * time.Millisecond
+	}
+	if p.serveEvery == 0 {
+		p.serveEvery = time.Second
+	}
+	if p.settle == 0 {
+		p.settle = 5 * time.Second
+	}
+	if p.tail == 0 {
+		p.tail = 10 * time.Second
+	}
+	if p.floorWarm == 0 {
+		p.floorWarm = 3 * time.Second
+	}
+	if p.floorWindow == 0 {
+		p.floorWindow = 10 * time.Second
+	}
+	return p
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func atoi(s string) int {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		fatal(err)
+	}
+	return v
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "fleet:", err)
+	os.Exit(1)
+}
+
+// Results is results.json.
+type Results struct {
+	Cassandra string            `json:"cassandra"`
+	Machine   machine.Machine   `json:"machine"`
+	Floors    map[string]Floor  `json:"floors"` // by bcrypt cost
+	Rows      []Row             `json:"rows"`
+	Notes     map[string]string `json:"notes,omitempty"`
+}
+
+// Floor is the node's login throughput with the fleet's role.
+type Floor struct {
+	Cost          int     `json:"bcrypt_cost"`
+	LoginsPerSec  float64 `json:"logins_per_second"`
+	MeasuredUnder string  `json:"measured_under"`
+}
+
+// Row is one lane through one fault at one K and cost.
+type Row struct {
+	Lane      string `json:"lane"`
+	Fault     string `json:"fault"`
+	K         int    `json:"k"`
+	Cost      int    `json:"bcrypt_cost"`
+	Processes int    `json:"processes"`
+	// T50, T95, T100: seconds from the node answering CQL to a client's first successful
+	// query, over the clients (T100 the last; -1 when some never served within the cap).
+	T50      float64 `json:"t50_s"`
+	T95      float64 `json:"t95_s"`
+	T100     float64 `json:"t100_s"`
+	Unserved int     `json:"unserved"`
+	Setups   setups  `json:"setups"`
+	// ServerLogins is the logins the node checked during the fault and return (one bcrypt
+	// check each): ClientMetrics' AuthSuccess + AuthFailure. AuthTasks is the auth executor's
+	// completed tasks over the same span (nodetool tpstats), which also counts the
+	// AUTH_RESPONSEs the node dropped unchecked (more than ServerLogins in a herd).
+	ServerLogins int64 `json:"server_logins"`
+	AuthSuccess  int64 `json:"auth_success"`
+	AuthFailure  int64 `json:"auth_failure"`
+	AuthTasks    int64 `json:"auth_tasks"`
+	// Wasted is ServerLogins minus the setups that succeeded (the logins clients kept).
+	Wasted int64 `json:"wasted_logins"`
+	// FloorServing and FloorConnected: K ÷ the floor and K × the lane's connections ÷ the floor.
+	FloorServing   float64 `json:"floor_serving_s"`
+	FloorConnected float64 `json:"floor_connected_s"`
+	ServerCPU      float64 `json:"server_cpu_s"`
+	FleetCPU       float64 `json:"fleet_cpu_s"`
+	// Window is from the node answering CQL to the count (every client serving, or the cap,
+	// then the tail).
+	Window float64 `json:"window_s"`
+	// FirstOK is each client's time to serve in seconds (sorted; -1: never within the cap).
+	FirstOK []float64 `json:"first_ok_s,omitempty"`
+	// ReadyAfterFaultS is the time from the fault (the workers told "down") to the node
+	// answering CQL: setups.per_second counts from the fault, the T columns from the answer.
+	// Absent (0) in rows measured before it was recorded.
+	ReadyAfterFaultS float64 `json:"ready_after_fault_s,omitempty"`
+}
+
+func (r Row) line() string {
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  cpu server %.1f fleet %.1f s",
+		r.Lane, r.Fault, r.K, r.Cost, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
+		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ServerCPU, r.FleetCPU)
+}
+
+// run starts one node per cost (the role's hash decides the cost), measures the floor, then
+// takes each lane and K through each fault.
+func run(p plan, each func(Row, *Results)) (*Results, error) {
+	p = p.withDefaults()
+	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}}
+	for _, cost := range p.costs {
+		hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+		if err != nil {
+			return res, err
+		}
+		dir, err := os.MkdirTemp("", "cqlcontrol-fleet-")
+		if err != nil {
+			return res, err
+		}
+		c, err := realcluster.Start(context.Background(), realcluster.Config{
+			Nodes: 1, BaseIP: p.ip, Dir: dir, PasswordAuth: true, SuperuserSetupDelay: 500 * time.Millisecond,
+			Roles: []realcluster.Role{{Name: user, HashedPassword: string(hash)}},
+			Logf:  func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
+		})
+		if err != nil {
+			_ = os.RemoveAll(dir)
+			return res, err
+		}
+		res.Cassandra = c.Version()
+		err = func() error {
+			floor, err := measureFloor(c.Node(0).Addr(), user, password, 8, p.floorWarm, p.floorWindow)
+			if err != nil {
+				return fmt.Errorf("floor: %w", err)
+			}
+			res.Floors[strconv.Itoa(cost)] = Floor{Cost: cost, LoginsPerSec: math.Round(floor*10) / 10,
+				MeasuredUnder: fmt.Sprintf("8 clients logging in back to back for %v (after %v), raw CQL v4, nothing else running", p.floorWindow, p.floorWarm)}
+			fmt.Fprintf(os.Stderr, "floor at bcrypt cost %d: %.1f logins/s\n", cost, floor)
+			for _, k := range p.ks {
+				for _, l := range p.lanes {
+					rows, err := runLane(c, p, l, k, cost, floor)
+					for _, r := range rows {
+						res.Rows = append(res.Rows, r)
+						each(r, res)
+					}
+					if err != nil {
+						return fmt.Errorf("%s K=%d: %w", l, k, err)
+					}
+				}
+			}
+			return nil
+		}()
+		cerr := c.Close()
+		_ = os.RemoveAll(dir)
+		if err = errors.Join(err, cerr); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// workerProc is one running worker.
+type workerProc struct {
+	cmd   *exec.Cmd
+	stdin *bufio.Writer
+	in    interface{ Close() error }
+	lines chan workerLine
+	log   *os.File
+}
+
+func (w *workerProc) send(cmd string) {
+	_, _ = w.stdin.WriteString(cmd + "\n")
+	_ = w.stdin.Flush()
+}
+
+// startWorkers starts the fleet: K clients of lane over ceil(K/perProc) processes.
+func startWorkers(c *realcluster.Cluster, p plan, lane string, k int) ([]*workerProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var ws []*workerProc
+	for i := 0; i*p.perProc < k; i++ {
+		n := min(p.perProc, k-i*p.perProc)
+		cmd := exec.Command(self, "-worker", "-lane", lane, "-host", c.Node(0).IP(), "-port", strconv.Itoa(c.Port()),
+			"-n", strconv.Itoa(n), "-wait-every", p.waitEvery.String(), "-serve-every", p.serveEvery.String())
+		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", workerEnv+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		logf, err := os.CreateTemp("", fmt.Sprintf("cqlcontrol-fleet-%s-%d-*.log", lane, i))
+		if err != nil {
+			stopWorkers(ws)
+			return nil, err
+		}
+		cmd.Stderr = logf
+		stdout, _ := cmd.StdoutPipe()
+		stdin, _ := cmd.StdinPipe()
+		if err := cmd.Start(); err != nil {
+			_ = logf.Close()
+			stopWorkers(ws)
+			return nil, err
+		}
+		w := &workerProc{cmd: cmd, stdin: bufio.NewWriter(stdin), in: stdin, lines: make(chan workerLine, 1024), log: logf}
+		go func() {
+			defer close(w.lines)
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			for sc.Scan() {
+				var l workerLine
+				if json.Unmarshal(sc.Bytes(), &l) == nil {
+					w.lines <- l
+				}
+			}
+		}()
+		ws = append(ws, w)
+	}
+	return ws, nil
+}
+
+func stopWorkers(ws []*workerProc) {
+	for _, w := range ws {
+		w.send("quit")
+		_ = w.in.Close()
+	}
+	for _, w := range ws {
+		done := make(chan struct{})
+		go func() { _ = w.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL) // anything of its group left
+		for range w.lines {
+		}
+		name := w.log.Name()
+		_ = w.log.Close()
+		_ = os.Remove(name)
+	}
+}
+
+// await reads each worker's lines until want arrives from every one (or a worker ends, or
+// the deadline), calling f on each line.
+func await(ws []*workerProc, want string, deadline time.Time, f func(i int, l workerLine)) error {
+	got := make([]bool, len(ws))
+	left := len(ws)
+	for left > 0 {
+		for i, w := range ws {
+			for {
+				var l workerLine
+				var ok bool
+				select {
+				case l, ok = <-w.lines:
+				default:
+					goto next
+				}
+				if !ok {
+					return fmt.Errorf("worker %d ended (its log: %s)", i, w.log.Name())
+				}
+				if f != nil {
+					f(i, l)
+				}
+				if l.Ev == want && !got[i] {
+					got[i] = true
+					left--
+				}
+			}
+		next:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d workers did not say %q in time", left, len(ws), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+// runLane starts the fleet of one lane and takes it through each fault.
+func runLane(c *realcluster.Cluster, p plan, lane string, k, cost int, floor float64) ([]Row, error) {
+	fmt.Fprintf(os.Stderr, "lane %s K=%d: starting the fleet\n", lane, k)
+	ws, err := startWorkers(c, p, lane, k)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWorkers(ws)
+	if err := await(ws, "up", time.Now().Add(15*time.Minute), nil); err != nil {
+		return nil, err
+	}
+	var rows []Row
+	for _, fault := range p.faults {
+		time.Sleep(p.settle)
+		r, err := runFault(c, p, ws, lane, fault, k, cost, floor)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}
+
+func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault string, k, cost int, floor float64) (Row, error) {
+	ctx := context.Background()
+	r := Row{Lane: lane, Fault: fault, K: k, Cost: cost, Processes: len(ws),
+		FloorServing: round2(float64(k) / floor), FloorConnected: round2(float64(k*laneConns(lane)) / floor)}
+	var before realcluster.Logins
+	var ready, down time.Time
+	switch fault {
+	case "kill":
+		if err := c.KillAll(); err != nil {
+			return r, err
+		}
+		down = time.Now()
+		for _, w := range ws {
+			w.send("down")
+		}
+		if err := c.StartAll(ctx); err != nil {
+			return r, err
+		}
+		ready = c.ReadyAt(0) // a new JVM: its counters start at zero
+	case "disablebinary":
+		var err error
+		if before, err = c.Logins(ctx, 0); err != nil {
+			return r, err
+		}
+		if err := c.DisableBinary(ctx, 0); err != nil {
+			return r, err
+		}
+		down = time.Now()
+		for _, w := range ws {
+			w.send("down")
+		}
+		time.Sleep(p.binaryOff)
+		if ready, err = c.EnableBinary(ctx, 0); err != nil {
+			return r, err
+		}
+	default:
+		return r, fmt.Errorf("no fault %q", fault)
+	}
+	r.ReadyAfterFaultS = round2(ready.Sub(down).Seconds())
+	cpu0 := c.Node(0).CPU()
+	for _, w := range ws {
+		w.send("ready")
+	}
+	serving := make([]int, len(ws))
+	deadline := ready.Add(p.capAfter)
+	for time.Now().Before(deadline) {
+		_ = await(ws, "serving", time.Now().Add(2*time.Second), func(i int, l workerLine) {
+			if l.Ev == "serving" {
+				serving[i] = l.Serving
+			}
+		})
+		total := 0
+		for _, s := range serving {
+			total += s
+		}
+		if total >= k {
+			break
+		}
+	}
+	// The clients' other connections (gocql's pool, cqlcontrol's own) may come after their
+	// first query: count their setups, and the server's logins, once they have had tail.
+	time.Sleep(p.tail)
+	after, err := c.Logins(ctx, 0)
+	if err != nil {
+		return r, err
+	}
+	r.Window = round2(time.Since(ready).Seconds())
+	r.ServerCPU = round2((c.Node(0).CPU() - cpu0).Seconds())
+	for _, w := range ws {
+		w.send("report")
+	}
+	var firsts []float64
+	var fleetCPU time.Duration
+	if err := await(ws, "report", time.Now().Add(30*time.Second), func(_ int, l workerLine) {
+		if l.Ev != "report" || l.Report == nil {
+			return
+		}
+		for _, ns := range l.Report.FirstOK {
+			if ns == 0 {
+				firsts = append(firsts, -1)
+				continue
+			}
+			firsts = append(firsts, math.Max(0, time.Unix(0, ns).Sub(ready).Seconds()))
+		}
+		r.Setups.add(l.Report.Setups)
+		fleetCPU += l.Report.CPU
+	}); err != nil {
+		return r, err
+	}
+	r.FleetCPU = round2(fleetCPU.Seconds())
+	r.AuthTasks = after.AuthTasks - before.AuthTasks
+	r.AuthSuccess, r.AuthFailure = after.Success-before.Success, after.Failure-before.Failure
+	r.ServerLogins = r.AuthSuccess + r.AuthFailure
+	if after.Success < 0 || after.Failure < 0 {
+		r.ServerLogins = r.AuthTasks // ClientMetrics unreadable: the executor's count
+	}
+	r.Wasted = r.ServerLogins - r.Setups.OK
+	slices.SortFunc(firsts, func(a, b float64) int {
+		switch {
+		case a == b:
+			return 0
+		case a < 0:
+			return 1
+		case b < 0:
+			return -1
+		case a < b:
+			return -1
+		}
+		return 1
+	})
+	for _, f := range firsts {
+		if f < 0 {
+			r.Unserved++
+		}
+	}
+	r.FirstOK = firsts
+	r.T50, r.T95, r.T100 = quantile(firsts, 0.5), quantile(firsts, 0.95), quantile(firsts, 1)
+	return r, nil
+}
+
+// quantile of sorted values (-1s, the unserved, last): -1 when it falls among the unserved.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return -1
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return round2(sorted[i])
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+// merge writes res into path, replacing the rows (and floors) it has anew.
+func merge(path string, res *Results) error {
+	var old Results
+	if raw, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(raw, &old)
+	}
+	key := func(r Row) string { return fmt.Sprintf("%s/%s/%d/%d", r.Lane, r.Fault, r.K, r.Cost) }
+	fresh := map[string]bool{}
+	for _, r := range res.Rows {
+		fresh[key(r)] = true
+	}
+	var rows []Row
+	for _, r := range old.Rows {
+		if !fresh[key(r)] {
+			rows = append(rows, r)
+		}
+	}
+	res.Rows = append(rows, res.Rows...)
+	for c, f := range old.Floors {
+		if _, ok := res.Floors[c]; !ok {
+			res.Floors[c] = f
+		}
+	}
+	raw, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}

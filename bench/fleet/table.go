@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// table is the Markdown table of rows (BENCHMARKS.md, docs/fleet.md), ordered by cost, fault,
+// K and lane.
+func table(rows []Row, floors map[string]Floor) string {
+	rows = slices.Clone(rows)
+	order := map[string]int{}
+	for i, n := range laneNames() {
+		order[n] = i
+	}
+	slices.SortStableFunc(rows, func(a, b Row) int {
+		if a.Cost != b.Cost {
+			return a.Cost - b.Cost
+		}
+		if a.Fault != b.Fault {
+			return strings.Compare(a.Fault, b.Fault)
+		}
+		if a.K != b.K {
+			return a.K - b.K
+		}
+		return order[a.Lane] - order[b.Lane]
+	})
+	var b strings.Builder
+	for _, c := range slices.Sorted(func(yield func(string) bool) {
+		for k := range floors {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
+	}
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | server CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	t := func(v float64) string {
+		if v < 0 {
+			return "never"
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	for _, r := range rows {
+		t100 := t(r.T100)
+		if r.Unserved > 0 {
+			t100 = fmt.Sprintf("> %.0f (%d unserved)", r.Window, r.Unserved)
+		}
+		refused := refusedSetups(r.Setups)
+		fmt.Fprintf(&b, "| %d | %s | %d | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %.1f | %.1f |\n",
+			r.Cost, r.Fault, r.K, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
+			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ServerCPU, r.FleetCPU)
+	}
+	return b.String()
+}
+
+// refusedSetups is the failed setups whose dial the node's kernel refused (its port closed):
+// they cost the server no login.
+func refusedSetups(s setups) int64 {
+	var n int64
+	for e, v := range s.ByError {
+		if strings.Contains(e, "connection refused") {
+			n += v
+		}
+	}
+	return n
+}

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
+)
+
+// A worker is one OS process of the fleet (GOMAXPROCS=1) holding its share of the clients.
+// The coordinator talks to it by lines: on stdin "down" (the fault has happened: setups and
+// first successes count from now), "ready" (the node answers CQL again: the CPU count starts),
+// "report" and "quit"; on stdout one JSON object a line (workerLine).
+
+// workerLine is one line a worker prints.
+type workerLine struct {
+	Ev      string        `json:"ev"`                // "up", "serving", "report", "error"
+	Serving int           `json:"serving,omitempty"` // clients whose first query after "down" succeeded
+	Err     string        `json:"err,omitempty"`
+	Report  *workerReport `json:"report,omitempty"`
+}
+
+// workerReport is what a worker measured between "down" and "report".
+type workerReport struct {
+	// FirstOK is each client's first successful query begun after "down", Unix nanoseconds
+	// (0: none yet).
+	FirstOK []int64 `json:"first_ok"`
+	Setups  setups  `json:"setups"`
+	// CPU is the worker's user+system CPU time from "ready" to "report".
+	CPU time.Duration `json:"cpu_ns"`
+}
+
+// setups counts connection setups: gocql's (ConnectObserver: dial, STARTUP, AUTH) and
+// cqlcontrol's own control connection's dials (its Observer).
+type setups struct {
+	Started  int64 `json:"started"`
+	OK       int64 `json:"ok"`
+	Failed   int64 `json:"failed"`
+	TimedOut int64 `json:"timed_out"`
+	// NotSent is the dials the dial governor refused before sending anything (not in
+	// Started: no packet left the client).
+	NotSent int64            `json:"not_sent_governor"`
+	ByError map[string]int64 `json:"by_error,omitempty"`
+	// PerSecond is setups ended in each second after "down".
+	PerSecond []int64 `json:"per_second,omitempty"`
+}
+
+func (s *setups) add(o setups) {
+	s.Started += o.Started
+	s.OK += o.OK
+	s.Failed += o.Failed
+	s.TimedOut += o.TimedOut
+	s.NotSent += o.NotSent
+	for k, v := range o.ByError {
+		if s.ByError == nil {
+			s.ByError = map[string]int64{}
+		}
+		s.ByError[k] += v
+	}
+	for i, v := range o.PerSecond {
+		for len(s.PerSecond) <= i {
+			s.PerSecond = append(s.PerSecond, 0)
+		}
+		s.PerSecond[i] += v
+	}
+}
+
+type worker struct {
+	mu    sync.Mutex
+	out   *json.Encoder
+	set   setups
+	since time.Time // "down"; zero before
+}
+
+func (w *worker) emit(l workerLine) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.out.Encode(l)
+}
+
+var addrRE = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+(:\d+)?|\[[0-9a-f:]+\](:\d+)?`)
+
+// errorText is err's text without addresses, cut short, as setups are counted by it.
+func errorText(err error) string {
+	s := addrRE.ReplaceAllString(err.Error(), "ADDR")
+	if len(s) > 120 {
+		s = s[:120]
+	}
+	return s
+}
+
+// setupEnded counts one setup that ended at end with err.
+func (w *worker) setupEnded(end time.Time, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since.IsZero() || end.Before(w.since) {
+		return
+	}
+	if err != nil && strings.Contains(err.Error(), "nothing sent") {
+		w.set.NotSent++
+		return
+	}
+	w.set.Started++
+	switch {
+	case err == nil:
+		w.set.OK++
+	case strings.Contains(strings.ToLower(err.Error()), "timeout") || strings.Contains(err.Error(), "deadline"):
+		w.set.TimedOut++
+	default:
+		w.set.Failed++
+	}
+	if err != nil {
+		if w.set.ByError == nil {
+			w.set.ByError = map[string]int64{}
+		}
+		w.set.ByError[errorText(err)]++
+	}
+	sec := int(end.Sub(w.since) / time.Second)
+	for len(w.set.PerSecond) <= sec {
+		w.set.PerSecond = append(w.set.PerSecond, 0)
+	}
+	w.set.PerSecond[sec]++
+}
+
+// ObserveConnect implements gocql.ConnectObserver.
+func (w *worker) ObserveConnect(c gocql.ObservedConnect) { w.setupEnded(c.End, c.Err) }
+
+// ccObserver counts the dials of cqlcontrol's control connection (ErrLostRace included: a dial
+// that lost the race may have logged in).
+func (w *worker) ccObserver() controlconn.Observer {
+	return controlconn.Observer{DialFinished: func(_ controlconn.Endpoint, err error, _ time.Duration) { w.setupEnded(time.Now(), err) }}
+}
+
+// member is one client and its first success after "down".
+type member struct {
+	c       client
+	firstOK atomic.Int64
+}
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runWorker is the worker's main: n clients of lane on host:port as user/password.
+func runWorker(laneName, host string, port, n int, user, password string, waitEvery, serveEvery time.Duration) error {
+	newClient, err := laneByName(laneName)
+	if err != nil {
+		return err
+	}
+	w := &worker{out: json.NewEncoder(os.Stdout)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	members := make([]*member, n)
+	// Connect the clients two at a time, each retried until it connects: the start is not
+	// what is measured, and a start storm would only slow it.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i := range members {
+		members[i] = &member{}
+		wg.Add(1)
+		go func(m *member) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			for ctx.Err() == nil {
+				c, err := newClient(ctx, target{host: host, port: port, user: user, password: password, w: w})
+				if err == nil {
+					m.c = c
+					return
+				}
+				fmt.Fprintf(os.Stderr, "connect: %v\n", err)
+				time.Sleep(500 * time.Millisecond)
+			}
+		}(members[i])
+	}
+	wg.Wait()
+	defer func() {
+		for _, m := range members {
+			m.c.Close()
+		}
+	}()
+	var down atomic.Int64 // Unix ns of "down", 0 before
+	var okOnce sync.WaitGroup
+	okOnce.Add(n)
+	for i, m := range members {
+		go func() {
+			// Spread the clients' queries over the serving interval.
+			time.Sleep(serveEvery * time.Duration(i) / time.Duration(n))
+			first := true
+			for ctx.Err() == nil {
+				begin := time.Now()
+				qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+				err := m.c.Query(qctx)
+				qcancel()
+				if err == nil {
+					if first {
+						first = false
+						okOnce.Done()
+					}
+					if d := down.Load(); d != 0 && begin.UnixNano() > d && m.firstOK.Load() == 0 {
+						m.firstOK.Store(time.Now().UnixNano())
+					}
+				}
+				every := serveEvery
+				if err != nil || (down.Load() != 0 && m.firstOK.Load() == 0) {
+					every = waitEvery
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(every):
+				}
+			}
+		}()
+	}
+	okOnce.Wait()
+	w.emit(workerLine{Ev: "up"})
+	var cpu0 time.Duration
+	sc := bufio.NewScanner(os.Stdin)
+	ticker := make(chan struct{})
+	for sc.Scan() {
+		switch sc.Text() {
+		case "down":
+			now := time.Now()
+			w.mu.Lock()
+			w.set, w.since = setups{}, now
+			w.mu.Unlock()
+			for _, m := range members {
+				m.firstOK.Store(0)
+			}
+			down.Store(now.UnixNano())
+			close(ticker)
+			ticker = make(chan struct{})
+			go func(stop chan struct{}) {
+				t := time.NewTicker(500 * time.Millisecond)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+					}
+					k := 0
+					for _, m := range members {
+						if m.firstOK.Load() != 0 {
+							k++
+						}
+					}
+					w.emit(workerLine{Ev: "serving", Serving: k})
+				}
+			}(ticker)
+		case "ready":
+			cpu0 = cpuNow()
+		case "report":
+			close(ticker)
+			ticker = make(chan struct{})
+			r := &workerReport{CPU: cpuNow() - cpu0}
+			for _, m := range members {
+				r.FirstOK = append(r.FirstOK, m.firstOK.Load())
+			}
+			w.mu.Lock()
+			r.Setups = w.set
+			w.since = time.Time{}
+			w.mu.Unlock()
+			down.Store(0)
+			w.emit(workerLine{Ev: "report", Report: r})
+		case "quit":
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+package containers
+
+import (
+	"testing"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
+)
+
+func TestMain(m *testing.M) { leakcheck.VerifyTestMain(m) }
