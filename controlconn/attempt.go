@@ -64,14 +64,23 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, v
 // dialHost dials one host and reads its metadata: a host that connects but cannot serve the
 // system tables loses the race like one that does not answer. The host gets one deadline,
 // ConnectTimeout, for all of it (every protocol version tried and the metadata read), so an
-// unresponsive host holds an attempt no longer than that.
+// unresponsive host holds an attempt no longer than that; except a login, which the
+// governor gives longer (cqlconn.ConnConfig.LoginTimeout; the metadata read then gets a
+// ConnectTimeout of its own).
 func (cc *ControlConnection) dialHost(ctx context.Context, ep Endpoint) (*link, error) {
 	cc.obs.DialStarted(ep)
-	ctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
+	parent := ctx
+	dialTimeout := max(cc.cad.ConnectTimeout, cc.connCfg.LoginTimeout)
+	ctx, cancel := context.WithTimeout(parent, dialTimeout)
 	defer cancel()
 	c, err := cqlconn.Dial(ctx, ep, cc.connCfg)
 	if err != nil {
 		return nil, err
+	}
+	if dialTimeout > cc.cad.ConnectTimeout {
+		var cancelRead context.CancelFunc
+		ctx, cancelRead = context.WithTimeout(parent, cc.cad.ConnectTimeout)
+		defer cancelRead()
 	}
 	l := &link{Conn: c, ep: ep, gone: make(chan struct{})}
 	readStart := time.Now()

@@ -23,7 +23,8 @@ const (
 //	StableAfter             10 s   (a connection lost sooner is a flap and keeps the backoff)
 //	HeartbeatInterval       30 s   (negative disables heartbeats)
 //	HeartbeatTimeout        5 s    (a silent connection is lost within interval + timeout = 35 s)
-//	ConnectTimeout          5 s    (per host, one deadline: TCP + TLS + handshake + first metadata read)
+//	ConnectTimeout          5 s    (per host, one deadline: TCP + TLS + handshake + first metadata read;
+//	                               governed, a login gets 20 s from the server's AUTHENTICATE)
 //	StaggerDelay            200 ms (a blackholed host delays recovery by at most this)
 //	LocalDC                 ""     (no data-center preference)
 //	MetadataRefreshInterval 60 s   (periodic refresh on the same connection; negative disables)

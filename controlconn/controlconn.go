@@ -87,7 +87,7 @@ type ControlConnection struct {
 	ownQueue  bool                   // created by New: closed by Close
 	gov       *govMember             // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
 	hostInfos *cqlconn.HostInfoCache // New's cache of gocql's HostInfos; nil otherwise
-	cfgCheck  func() error           // withConfigCheck; nil: none
+	cfgCheck  func() error           // options.configCheck; nil: none
 	cfgErr    atomic.Pointer[error]  // what cfgCheck found at Start (nil: nothing, or not started)
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
@@ -146,12 +146,14 @@ type lossInfo struct {
 
 // newWithConfig validates cfg and returns an idle ControlConnection; Start starts it.
 func newWithConfig(cfg config, opts ...Option) (*ControlConnection, error) {
+	return build(cfg, parseOptions(opts))
+}
+
+// build is newWithConfig with the options parsed (every constructor parses them once, then
+// sets what it installed on o).
+func build(cfg config, o options) (*ControlConnection, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	var o options
-	for _, opt := range opts {
-		opt(&o)
 	}
 	if o.queueConfig != nil && o.queue != nil && !o.queueOwned {
 		return nil, fmt.Errorf("%w: conflicting options: WithQueueConfig configures the queue New creates; the queue of withHostEvents is configured already", ErrInvalidConfig)
@@ -159,7 +161,7 @@ func newWithConfig(cfg config, opts ...Option) (*ControlConnection, error) {
 	if o.governor != nil && o.shared != nil {
 		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrInvalidConfig)
 	}
-	if (o.governor != nil || o.shared != nil) && !o.governed {
+	if ((o.governor != nil && !o.governor.Off) || o.shared != nil) && !o.governed {
 		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor governs a driver's dials: use New (gocql v1) or gocqlv2.New, which install it on the driver's config", ErrInvalidConfig)
 	}
 	if o.logger == nil {
@@ -263,7 +265,7 @@ func (cc *ControlConnection) Start(ctx context.Context) error {
 	}
 }
 
-// checkConfig runs the adapter's configuration check (withConfigCheck): one warning for each
+// checkConfig runs the adapter's configuration check (options.configCheck): one warning for each
 // error it finds, all of them kept for Status.
 func (cc *ControlConnection) checkConfig() {
 	if cc.cfgCheck == nil {

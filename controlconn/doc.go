@@ -63,11 +63,11 @@
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrClosed ErrConfigChanged ErrGoverned ErrHeartbeat ErrInvalidConfig ErrLostRace
 //	ErrorClass: Permanent String
-//	Governor: HostBackoff Jitter MaxInterval MinInterval OutageShare Validate WithDefaults
-//	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget
+//	Governor: HostBackoff Jitter MaxInterval MinInterval Off OutageShare Validate WithDefaults
+//	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget RefusedReturn
 //		SessionFirst
 //	New NewDialGovernor
-//	Observer: Connected DataPathLag DialFinished DialStarted GovernorDecided GovernorInterval
+//	Observer: Connected DataPathLag DialFinished DialStarted GovernorDecided GovernorInterval GovernorSetup
 //		Heartbeat Lost PeersSkipped Refreshed ReplyDropped ServerEvent
 //	Option
 //	ServerError: Code Error Message

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -41,13 +40,18 @@ import (
 //     every host gocql connects to, so that HostDialer and AuthProvider get gocql's own (with
 //     the hostname of a contact point given as a DNS name) for our dials too.
 //
-// With WithDialGovernor (or WithSharedDialGovernor) also:
+// Unless the dial governor is turned off (WithDialGovernor(Governor{Off: true})), also:
 //
 //   - cfg.HostDialer: the governed dialer (see Governor), around the user's HostDialer or, without
 //     one, gocql's own dialing (Dialer, ConnectTimeout, SocketKeepalive, SslOpts).
 //   - cfg.ConvictionPolicy: wrapped (gocql's SimpleConvictionPolicy when nil) so that a refused
 //     dial never convicts a host.
 //   - cfg.ReconnectInterval: set to 100 ms if it is gocql's default (60 s).
+//   - cfg.ConnectObserver: wrapped once more, so that every setup's end (its time, a timeout,
+//     Overloaded) tells the governor how fast a returning host sets connections up.
+//   - cfg.ConnectTimeout: set to 20 s if it is gocql's default (11 s), for the setup's
+//     STARTUP and login only (the TCP connect keeps 11 s): a login the server has queued is
+//     not abandoned and redialled while the server still works on it.
 //
 // So set these before New, and create the sessions from cfg itself after it. The first Start
 // checks that cfg still holds what New installed and, for each of them replaced since (a
@@ -60,10 +64,7 @@ import (
 // then follows the blind schedule only: when the first connection is up and no session has
 // been created since New, a warning says so through the logger (WithLogger).
 func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlConnection, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := parseOptions(opts)
 	var built *tls.Config // derived by the driver's adapter already
 	if o.driver != nil {
 		built = o.driver.TLS
@@ -74,9 +75,9 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	}
 	switch {
 	case o.bare:
-		return newWithConfig(c, opts...)
+		return build(c, o)
 	case o.driver != nil:
-		return newForDriver(c, *o.driver, opts...)
+		return forDriver(c, *o.driver, o)
 	}
 	var gov *dialGovernor
 	var gocqlDialer gocql.HostDialer
@@ -88,23 +89,26 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 			return nil, err
 		}
 	}
-	if gov != nil {
-		opts = append(slices.Clip(opts), governed())
-	}
+	o.governed = gov != nil
 	inst := &gocqlInstalled{cfg: cfg}
-	cc, err := newWithListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
+	cc, err := withListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
 		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
 		cfg.ConnectObserver = cache
 		cc.connCfg = cqlconn.WithHostInfos(cc.connCfg, cache)
 		cc.hostInfos = cache
 		inst.policy, inst.observer = cfg.PoolConfig.HostSelectionPolicy, cache
-	}, inst, opts...)
+	}, inst, o)
 	if err != nil || gov == nil {
 		return cc, err
 	}
 	cc.attachGovernor(gov)
 	cfg.HostDialer = gocqlDialer
+	obs := &setupObserver{inner: cfg.ConnectObserver, g: gov}
+	cfg.ConnectObserver, inst.observer = obs, obs
+	if cfg.ConnectTimeout == adapter.DriverDefaultConnectTimeout {
+		cfg.ConnectTimeout = adapter.GovernedConnectTimeout // the TCP connect keeps 11 s (gocqlDialer)
+	}
 	governConviction(cfg)
 	inst.dialer, inst.conviction = gocqlDialer, cfg.ConvictionPolicy
 	if iv := adapter.ReconnectInterval(cfg.ReconnectInterval, gocqlDefaultReconnectInterval); iv != cfg.ReconnectInterval {
@@ -127,28 +131,28 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 // without d.TakeGate it returns an error wrapping ErrInvalidConfig: the driver's dials are not
 // its to govern.
 func newForDriver(c config, d adapter.Driver, opts ...Option) (*ControlConnection, error) {
+	return forDriver(c, d, parseOptions(opts))
+}
+
+// forDriver is newForDriver with the options parsed.
+func forDriver(c config, d adapter.Driver, o options) (*ControlConnection, error) {
 	if d.WriteTimeout > 0 {
 		c.Conn.WriteTimeout = d.WriteTimeout
 	}
-	opts = slices.Clip(opts)
-	if d.TakeGate != nil {
-		opts = append(opts, withDriverGate(d.TakeGate))
-	}
+	o.gateTaker = d.TakeGate
 	if d.Check != nil {
-		opts = append(opts, withConfigCheck(d.Check))
+		o.configCheck = d.Check
 	}
 	install := d.Install
 	if install == nil {
 		install = func(*hostevents.Queue) {}
 	}
-	gov, take, err := adapterGovernor(&c, opts)
+	gov, take, err := adapterGovernor(&c, &o)
 	if err != nil {
 		return nil, err
 	}
-	if gov != nil {
-		opts = append(slices.Clip(opts), governed())
-	}
-	cc, err := newWithListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, nil, opts...)
+	o.governed = gov != nil
+	cc, err := withListener(c, func(_ *ControlConnection, q *hostevents.Queue) { install(q) }, nil, o)
 	if err != nil || gov == nil {
 		return cc, err
 	}
@@ -157,16 +161,12 @@ func newForDriver(c config, d adapter.Driver, opts ...Option) (*ControlConnectio
 	return cc, nil
 }
 
-// newWithListener is newForDriver; a non-nil inst (New's) adds New's checks: the
-// session-order warning, which counts the sessions that initialised a policy wrapped by
-// hostevents.Install, and Start's check that the ClusterConfig still holds what New installed
-// (install and New record it in inst).
-func newWithListener(c config, install func(*ControlConnection, *hostevents.Queue), inst *gocqlInstalled, opts ...Option) (*ControlConnection, error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
-	own := false
+// withListener creates the host event queue unless o has one, has install connect it to the
+// driver's host events, and builds the ControlConnection. A non-nil inst (New's) adds New's
+// checks: the session-order warning, which counts the sessions that initialised a policy
+// wrapped by hostevents.Install, and Start's check that the ClusterConfig still holds what New
+// installed (install and New record it in inst).
+func withListener(c config, install func(*ControlConnection, *hostevents.Queue), inst *gocqlInstalled, o options) (*ControlConnection, error) {
 	if o.queue == nil {
 		var qc hostevents.QueueConfig
 		if o.queueConfig != nil {
@@ -176,24 +176,23 @@ func newWithListener(c config, install func(*ControlConnection, *hostevents.Queu
 		if err != nil {
 			return nil, fmt.Errorf("controlconn: host event queue: %w", err)
 		}
-		opts = append(opts, func(o *options) { o.queue, o.queueOwned = q, true })
-		o.queue, own = q, true
+		o.queue, o.queueOwned = q, true
 	}
 	if inst != nil {
-		// Last, so that the ControlConnection calls the session check's observer, around the
-		// one the caller passed.
+		// The ControlConnection calls the session check's observer, around the one the caller
+		// passed.
 		sc := newSessionCheck(observerOf(o.observer), o.queue, o.logger)
 		sc.inst = inst
-		opts = append(opts, withInnerObserver(sc.obs), withConfigCheck(sc.checkConfig))
+		o.inner, o.configCheck = sc.obs, sc.checkConfig
 	}
-	cc, err := newWithConfig(c, opts...)
+	cc, err := build(c, o)
 	if err != nil {
-		if own {
+		if o.queueOwned {
 			_ = o.queue.Close()
 		}
 		return nil, err
 	}
-	cc.ownQueue = own
+	cc.ownQueue = o.queueOwned
 	install(cc, o.queue)
 	return cc, nil
 }
@@ -248,7 +247,7 @@ func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) { return adapter.TLSCon
 // around the caller's (obs), at the first connection it warns, once, when no gocql session has
 // initialised the listener New installed, which is what calling New after CreateSession looks
 // like (gocql copies the configuration into the session, so the wrapped policy never reaches
-// it). Its checkConfig, Start's configuration check (withConfigCheck), finds what was replaced
+// it). Its checkConfig, Start's configuration check (options.configCheck), finds what was replaced
 // on the ClusterConfig after New.
 type sessionCheck struct {
 	obs   *funcObserver // the caller's functions, with Connected also running connected

@@ -15,8 +15,9 @@ const (
 	defaultGovernorHostBackoff = time.Second
 )
 
-// Governor configures the dial governor that WithDialGovernor (or NewDialGovernor with
-// WithSharedDialGovernor) installs on gocql's ClusterConfig. Every dial of the process,
+// Governor configures the dial governor that New (and gocqlv2.New) install on the driver's
+// config by default; WithDialGovernor configures it, or turns it off (Off), and
+// NewDialGovernor with WithSharedDialGovernor shares one. Every dial of the process,
 // gocql's (control connection and pools) and ours, goes through it. The zero value of every
 // field means its default, so Governor{} is the documented default:
 //
@@ -63,7 +64,21 @@ const (
 // ControlConnection sharing the governor) a host whose last real dial failed gets one real dial
 // per gocql's ReconnectInterval as the user configured it (New shortens gocql's default), and
 // every other dial passes. The governor keeps records only of the hosts of the latest metadata.
+// The return: a host that accepts a driver's dial after it was known down (or is announced UP)
+// admits the driver's connection setups one in flight, one more per setup ready within 1 s,
+// open at 4; a slow or timed-out setup, Overloaded or "Unable to perform authentication"
+// halves the limit and pauses the host's setups for a random part of a doubling window; a
+// setup holds the next at most 21 s, and a host known down forgets its setups in flight.
+// While our connection is down, ours waits for the driver's first setup to a returning host
+// and for its pause, and is re-armed for that host when the setup ends (the data path first).
 type Governor struct {
+	// Off turns the governor off: WithDialGovernor(Governor{Off: true}) is the one way to opt
+	// out of what New and gocqlv2.New install by default. The driver's sessions then dial as
+	// gocql alone does: every down host every ReconnectInterval, and every pool connection at
+	// once when a node returns. Nothing is installed on the driver's HostDialer,
+	// ConvictionPolicy or ReconnectInterval. The other fields must be zero with it.
+	Off bool
+
 	MinInterval time.Duration
 	OutageShare float64
 	MaxInterval time.Duration
@@ -120,12 +135,15 @@ func (g Governor) Validate() error {
 	if g.HostBackoff < 0 {
 		bad("HostBackoff must be positive (or zero for the default 1s), got %v", g.HostBackoff)
 	}
+	if g.Off && (g != Governor{Off: true}) {
+		bad("Off turns the governor off: its other fields must be zero, got %+v", g)
+	}
 	return errors.Join(errs...)
 }
 
 // DialGovernor is a dial governor that several ControlConnections of one process share
 // (WithSharedDialGovernor), so that the process, not each ControlConnection, has one budget:
-// for example two gocql.ClusterConfigs for one cluster, one per keyspace or consistency. Its
+// for example two gocql.ClusterConfig values for one cluster, one per keyspace or consistency. Its
 // connection to the cluster counts as up while any of theirs is, and a dial that connects while
 // all are down re-arms each of them.
 type DialGovernor struct{ g *dialGovernor }
@@ -162,9 +180,15 @@ func WithSharedDialGovernor(g *DialGovernor) Option {
 }
 
 // dialGovernor returns the governor the options ask for: WithSharedDialGovernor's, a new one
-// for WithDialGovernor, or nil for neither.
+// for WithDialGovernor or by default (Governor{}), or nil for WithDialGovernor(Governor{Off:
+// true}).
 func (o *options) dialGovernor(delayCap time.Duration) (*dialGovernor, error) {
+	off := o.governor != nil && o.governor.Off
 	switch {
+	case off && o.shared != nil:
+		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor(Governor{Off: true}) turns the governor off, WithSharedDialGovernor shares one: use one of them", ErrInvalidConfig)
+	case off:
+		return nil, o.governor.Validate()
 	case o.governor != nil && o.shared != nil:
 		return nil, fmt.Errorf("%w: conflicting options: WithDialGovernor makes a governor, WithSharedDialGovernor shares one: use one of them", ErrInvalidConfig)
 	case o.shared != nil:
@@ -175,5 +199,5 @@ func (o *options) dialGovernor(delayCap time.Duration) (*dialGovernor, error) {
 	case o.governor != nil:
 		return newDialGovernor(*o.governor, delayCap, o.rand, nil)
 	}
-	return nil, nil
+	return newDialGovernor(Governor{}, delayCap, o.rand, nil)
 }

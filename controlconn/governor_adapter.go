@@ -8,33 +8,17 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
-// The dial governor for driver adapters (gocqlv2, a module of its own): newForDriver honours
-// WithDialGovernor when the adapter also passes withDriverGate, and hands it the governor as a
-// adapter.Gate, so that the adapter wraps its driver's dialer the way New does for gocql v1. Users
-// reach it through the adapter's New, never directly.
+// The dial governor for driver adapters (gocqlv2, a module of its own): when the adapter's
+// Driver has TakeGate, newForDriver builds the governor (the default, or per WithDialGovernor or
+// WithSharedDialGovernor), governs the ControlConnection's own dials with it, and hands it to
+// TakeGate once, before it returns successfully, as an adapter.Gate, so that the adapter wraps
+// its driver's dialer the way New does for gocql v1. Turned off, or on error, TakeGate is never
+// called. Users reach it through the adapter's New, never directly.
 
-// withDriverGate is for driver adapters, not applications (gocqlv2.New passes it): given to
-// newForDriver together with WithDialGovernor or WithSharedDialGovernor, newForDriver
-// builds the governor, governs the ControlConnection's own dials with it, and calls take with it
-// once, before it returns successfully, so that the adapter governs its driver's dials with the
-// same budget. Without a governor option, or on error, take is never called. New and
-// newWithConfig ignore it.
-func withDriverGate(take func(adapter.Gate)) Option {
-	return func(o *options) { o.gateTaker = take }
-}
-
-// governed marks the options of a constructor that installed the governor on a driver, so
-// that newWithConfig accepts WithDialGovernor.
-func governed() Option { return func(o *options) { o.governed = true } }
-
-// adapterGovernor builds the governor newForDriver installs when opts carry both
-// WithDialGovernor and withDriverGate, and governs c's own dials with it; without both it
-// returns nil and changes nothing.
-func adapterGovernor(c *config, opts []Option) (*dialGovernor, func(adapter.Gate), error) {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+// adapterGovernor builds the governor forDriver installs when the driver takes one
+// (o.gateTaker), and governs c's own dials with it; otherwise it returns nil and changes
+// nothing.
+func adapterGovernor(c *config, o *options) (*dialGovernor, func(adapter.Gate), error) {
 	if o.gateTaker == nil {
 		return nil, nil, nil
 	}
@@ -68,4 +52,7 @@ func (d *driverGate) Admit(ctx context.Context, addr netip.AddrPort) (bool, erro
 }
 func (d *driverGate) Done(ctx context.Context, addr netip.AddrPort, first bool, err error) {
 	d.g.done(ctx, addr, err, false, first, d.interval)
+}
+func (d *driverGate) SetupDone(addr netip.AddrPort, took time.Duration, err error) {
+	d.g.setupDone(addr, took, err)
 }

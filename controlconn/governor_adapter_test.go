@@ -1,6 +1,6 @@
 package controlconn
 
-// newForDriver and the option (withDriverGate) a driver adapter (gocqlv2) passes to get the
+// newForDriver and the field (adapter.Driver.TakeGate) a driver adapter (gocqlv2) sets to get the
 // governor. Checked to fail with the evidence sink left unset (the connected dial did not reach
 // run), and with our own dials left ungoverned.
 
@@ -27,10 +27,18 @@ func TestNewForDriverHandsTheGovernorToAnAdapter(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Zero(t, installed, "nothing installed")
 
-	// Without WithDialGovernor, the adapter gets nothing.
+	// Governed by default: without WithDialGovernor the adapter gets the default governor.
 	var gates []adapter.Gate
-	take := withDriverGate(func(g adapter.Gate) { gates = append(gates, g) })
-	cc2, err := newForDriver(c, adapter.Driver{Install: install}, take)
+	taker := adapter.Driver{Install: install, TakeGate: func(g adapter.Gate) { gates = append(gates, g) }}
+	cd, err := newForDriver(c, taker)
+	require.NoError(t, err)
+	require.Len(t, gates, 1, "the default governor handed over")
+	assert.NotNil(t, cd.gov)
+	require.NoError(t, cd.Close())
+	gates = nil
+
+	// Turned off, the adapter gets nothing.
+	cc2, err := newForDriver(c, taker, WithDialGovernor(Governor{Off: true}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.Empty(t, gates)
@@ -38,14 +46,14 @@ func TestNewForDriverHandsTheGovernorToAnAdapter(t *testing.T) {
 
 	// An invalid Governor: an error, nothing handed over, nothing installed.
 	before := installed
-	_, err = newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{Jitter: 2}), take)
+	_, err = newForDriver(c, taker, WithDialGovernor(Governor{Jitter: 2}))
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Empty(t, gates)
 	assert.Equal(t, before, installed)
 
 	// Both: the adapter gets the governor once; ours dials through the same one; a driver
 	// dial that connects while ours is down is evidence that reaches run.
-	cc3, err := newForDriver(c, adapter.Driver{Install: install}, WithDialGovernor(Governor{}), take)
+	cc3, err := newForDriver(c, taker, WithDialGovernor(Governor{}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	require.Len(t, gates, 1)

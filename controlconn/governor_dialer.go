@@ -19,8 +19,9 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// WithDialGovernor makes New install a dial governor (see Governor; Governor{} is the
-// default) as the HostDialer of the gocql.ClusterConfig, wrapping what was configured there
+// WithDialGovernor configures the dial governor that New installs by default (see Governor;
+// Governor{} is the default; Governor{Off: true} turns it off) as the HostDialer of the
+// gocql.ClusterConfig, wrapping what was configured there
 // with gocql v1.7.0's own semantics: the HostDialer if set; else the Dialer, or a net.Dialer
 // with ConnectTimeout and SocketKeepalive; with TLS per SslOpts. Sessions created from that
 // config afterwards, and this ControlConnection's own dials, share one budget. gocqlv2.New (the
@@ -44,6 +45,7 @@ type GovernorStats struct {
 	Budget         int64 // real dials paid from the client-wide budget while our connection was down
 	RefusedBackoff int64 // refused: known-down host within its backoff
 	RefusedBudget  int64 // refused: our connection down and no budget
+	RefusedReturn  int64 // refused: a returning host's setup limit or slow-down pause (the return)
 	Evidence       int64 // governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew
 	SessionFirst   int64 // not governed: dials of a driver session none of whose dials had connected yet (CreateSession)
 }
@@ -64,12 +66,16 @@ type dialGovernor struct {
 	now       func() time.Time
 
 	closed atomic.Bool                                // every member closed: the driver's own cadence (AdmitAfterClose)
-	counts [dialgate.VerdictNoBudget + 1]atomic.Int64 // by dialgate.Verdict
+	counts [dialgate.VerdictSlowDown + 1]atomic.Int64 // by dialgate.Verdict
 	firstN atomic.Int64                               // a session's first connection, not governed
 	evidN  atomic.Int64                               // evidence delivered
 
 	observers atomic.Pointer[[]*funcObserver] // the members' observers (copy on write, under mu)
 	interval  atomic.Int64                    // the budget's interval last reported to them
+
+	// rearms are the re-arms booked for ours, by returning host (guarded by mu): ours was
+	// refused there, the data path first, and may dial it at the timer (rearmAt).
+	rearms map[netip.AddrPort]*time.Timer
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -80,7 +86,10 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	if now == nil {
 		now = time.Now
 	}
-	return &dialGovernor{gate: gate, now: now, sessions: map[context.Context]struct{}{}, members: map[*govMember]struct{}{}}, nil
+	return &dialGovernor{
+		gate: gate, now: now, sessions: map[context.Context]struct{}{}, members: map[*govMember]struct{}{},
+		rearms: map[netip.AddrPort]*time.Timer{},
+	}, nil
 }
 
 // govMember is one ControlConnection's membership of a governor, which several may share
@@ -233,6 +242,10 @@ func (m *govMember) Close() {
 		m.g.republishObservers()
 		if len(m.g.members) == 0 {
 			m.g.closed.Store(true)
+			for addr, t := range m.g.rearms {
+				t.Stop()
+				delete(m.g.rearms, addr)
+			}
 		}
 	})
 }
@@ -254,6 +267,7 @@ func (g *dialGovernor) Stats() GovernorStats {
 		Budget:         g.counts[dialgate.VerdictBudget].Load(),
 		RefusedBackoff: g.counts[dialgate.VerdictHostBackoff].Load(),
 		RefusedBudget:  g.counts[dialgate.VerdictNoBudget].Load(),
+		RefusedReturn:  g.counts[dialgate.VerdictSetupLimit].Load() + g.counts[dialgate.VerdictSlowDown].Load(),
 		Evidence:       g.evidN.Load(),
 		SessionFirst:   g.firstN.Load(),
 	}
@@ -276,7 +290,9 @@ func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool,
 	case g.closed.Load():
 		v = g.gate.AdmitAfterClose(now, addr, userInterval)
 	case own:
-		v = g.gate.AdmitOwn(now, addr)
+		if v = g.gate.AdmitOwn(now, addr); v == dialgate.VerdictSlowDown {
+			g.rearmAt(addr, g.gate.PauseUntil(addr))
+		}
 	default:
 		v = g.gate.Admit(now, addr)
 	}
@@ -339,11 +355,7 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
 	default:
 		if evidence = g.gate.Done(g.now(), addr, err == nil, failed); evidence {
-			for m := range g.members {
-				if m.evidence != nil {
-					sinks = append(sinks, m.evidence)
-				}
-			}
+			sinks = g.evidenceSinks()
 		}
 	}
 	g.mu.Unlock()
@@ -361,6 +373,88 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 	g.observe(governorEvidence)
 	for _, f := range sinks {
 		f(addr.String())
+	}
+}
+
+// setupDone records how a driver's connection setup to addr ended (the driver's connect
+// observer: dial, STARTUP and authentication), took after it started, for the return
+// (dialgate.DialGate.SetupDone). A refused dial (ErrGoverned) set nothing up.
+func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err error) {
+	if errors.Is(err, ErrGoverned) {
+		return
+	}
+	outcome, name := dialgate.SetupOK, "ok"
+	switch {
+	case adapter.SetupBusy(err):
+		outcome, name = dialgate.SetupBusy, "busy"
+	case err != nil:
+		outcome, name = dialgate.SetupFailed, "failed"
+	}
+	g.mu.Lock()
+	if !g.closed.Load() {
+		if at := g.gate.SetupDone(g.now(), addr, took, outcome); !at.IsZero() {
+			g.rearmAt(addr, at)
+		}
+	}
+	g.mu.Unlock()
+	if obs := g.observers.Load(); obs != nil {
+		for _, o := range *obs {
+			o.GovernorSetup(name, took)
+		}
+	}
+}
+
+// evidenceSinks returns the members' evidence sinks (g.mu held).
+func (g *dialGovernor) evidenceSinks() []func(string) {
+	var sinks []func(string)
+	for m := range g.members {
+		if m.evidence != nil {
+			sinks = append(sinks, m.evidence)
+		}
+	}
+	return sinks
+}
+
+// rearmAt books a re-arm of every member for addr at t (g.mu held): ours was refused there
+// while the host returns (the data path first, DialGate.AdmitOwn) and may dial it then. The
+// members' evidence sinks deliver it, as a dial's evidence (ours dials addr at once), without
+// counting it as evidence. One booking per host: a later one replaces it.
+func (g *dialGovernor) rearmAt(addr netip.AddrPort, t time.Time) {
+	if t.IsZero() {
+		return
+	}
+	if old := g.rearms[addr]; old != nil {
+		old.Stop()
+	}
+	var timer *time.Timer
+	timer = time.AfterFunc(max(0, t.Sub(g.now())), func() {
+		g.mu.Lock()
+		if g.rearms[addr] != timer {
+			g.mu.Unlock()
+			return // replaced or stopped
+		}
+		delete(g.rearms, addr)
+		sinks := g.evidenceSinks()
+		g.mu.Unlock()
+		for _, f := range sinks {
+			f(addr.String())
+		}
+	})
+	g.rearms[addr] = timer
+}
+
+// setupObserver is the gocql.ConnectObserver New installs with the governor, around the one
+// there (the HostInfo cache, around the user's): every setup's end goes to the governor.
+type setupObserver struct {
+	inner gocql.ConnectObserver
+	g     *dialGovernor
+}
+
+// ObserveConnect implements gocql.ConnectObserver.
+func (o *setupObserver) ObserveConnect(c gocql.ObservedConnect) {
+	o.inner.ObserveConnect(c)
+	if addr, ok := hostAddrPort(c.Host); ok {
+		o.g.setupDone(addr, c.End.Sub(c.Start), c.Err)
 	}
 }
 
@@ -518,8 +612,12 @@ func governConviction(cfg *gocql.ClusterConfig) {
 }
 
 // governOwnDials makes the dials of c's own connection go through g: the user's HostDialer
-// governed, or the user's Dialer (or ours) governed with our own TLS after it.
+// governed, or the user's Dialer (or ours) governed with our own TLS after it. Its logins get
+// the governed driver's setup timeout (adapter.GovernedConnectTimeout, 20 s, as
+// cqlconn.ConnConfig.LoginTimeout): a login queued behind a fleet's on a returning node is
+// not abandoned at ConnectTimeout while the server still performs it.
 func governOwnDials(g *dialGovernor, c *config) {
+	c.Conn.LoginTimeout = max(c.Conn.LoginTimeout, adapter.GovernedConnectTimeout)
 	if c.Conn.HostDialer != nil {
 		c.Conn.HostDialer = &governedHostDialer{g: g, inner: c.Conn.HostDialer, own: true}
 	} else {

@@ -7,6 +7,7 @@ package controlconn
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -247,10 +248,28 @@ func TestNewWithDialGovernor(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidConfig)
 	assert.Nil(t, cfg.HostDialer, "a rejected config is left alone")
 
-	cc3, err := New(cfg, Cadence{})
+	_, err = New(cfg, Cadence{}, WithDialGovernor(Governor{Off: true, Jitter: 0.2}))
+	assert.ErrorIs(t, err, ErrInvalidConfig, "Off with other fields set")
+	_, err = New(cfg, Cadence{}, WithDialGovernor(Governor{Off: true}), WithSharedDialGovernor(&DialGovernor{}))
+	assert.ErrorIs(t, err, ErrInvalidConfig, "Off and a shared governor")
+	assert.Nil(t, cfg.HostDialer, "a rejected config is left alone")
+
+	// On by default: the plain New governs the whole process.
+	cd, err := New(cfg, Cadence{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cd.Close()) }()
+	require.IsType(t, &governedHostDialer{}, cfg.HostDialer, "governed by default")
+	assert.IsType(t, &governedConviction{}, cfg.ConvictionPolicy)
+	assert.Equal(t, 100*time.Millisecond, cfg.ReconnectInterval)
+	assert.NotNil(t, cd.gov)
+
+	// Off: nothing installed.
+	cfg = gocql.NewCluster("127.0.0.1")
+	cc3, err := New(cfg, Cadence{}, WithDialGovernor(Governor{Off: true}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	assert.Nil(t, cfg.HostDialer)
+	assert.IsType(t, &gocql.SimpleConvictionPolicy{}, cfg.ConvictionPolicy, "gocql's own, not wrapped")
 	assert.Equal(t, 60*time.Second, cfg.ReconnectInterval, "no governor: gocql's tick untouched")
 	assert.Zero(t, cc3.GovernorStats())
 	cc3.gov.ConnDown() // the nil governor does nothing
@@ -293,4 +312,46 @@ func BenchmarkGovernedDialUpHost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The return through what New installs on the ClusterConfig: a host whose dial connects
+// after it was known down admits gocql's next setup only once the first has ended (the
+// setupObserver New chains into ConnectObserver reports it); a startup timeout pauses the
+// host's setups; New gives gocql's STARTUP and login 20 s where its default was 11 s.
+func TestNewGovernsTheReturn(t *testing.T) {
+	cfg := gocql.NewCluster("127.0.0.1")
+	cc, err := New(cfg, Cadence{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc.Close()) }()
+	require.IsType(t, &setupObserver{}, cfg.ConnectObserver)
+	assert.Equal(t, 20*time.Second, cfg.ConnectTimeout, "gocql's default 11 s becomes 20 s")
+	gd := cfg.HostDialer.(*governedHostDialer)
+	net := &countingHostDialer{err: errRefusedSim}
+	gd.inner = net
+	h := testHost(t, "127.0.0.1:9042")
+	ctx := context.Background()
+	observe := func(took time.Duration, err error) {
+		now := time.Now()
+		cfg.ConnectObserver.ObserveConnect(gocql.ObservedConnect{Host: h, Start: now.Add(-took), End: now, Err: err})
+	}
+
+	_, err = cfg.HostDialer.DialHost(ctx, h) // refused by the node: known down
+	require.ErrorIs(t, err, errRefusedSim)
+	observe(0, err)
+	net.err, net.dh = nil, &gocql.DialedHost{}
+	require.Eventually(t, func() bool { // its next real dial, HostBackoff later
+		_, err := cfg.HostDialer.DialHost(ctx, h)
+		return err == nil
+	}, 5*time.Second, 20*time.Millisecond)
+	_, err = cfg.HostDialer.DialHost(ctx, h)
+	require.ErrorIs(t, err, ErrGoverned, "a second setup while the first authenticates")
+	assert.Contains(t, err.Error(), "setup_limit")
+	observe(20*time.Millisecond, nil) // the first is ready, fast
+	_, err = cfg.HostDialer.DialHost(ctx, h)
+	require.NoError(t, err, "one more per fast setup")
+	observe(11*time.Second, errors.New("gocql: no response to connection startup within timeout"))
+	_, err = cfg.HostDialer.DialHost(ctx, h)
+	require.ErrorIs(t, err, ErrGoverned)
+	assert.Contains(t, err.Error(), "slow_down", "a startup timeout pauses the host's setups")
+	assert.Positive(t, cc.GovernorStats().RefusedReturn)
 }

@@ -14,7 +14,7 @@ const (
 // (neither Observer.GovernorDecided nor Observer.GovernorInterval), so that the governor does
 // not call it.
 func governorObserver(obs *funcObserver) *funcObserver {
-	if obs == nil || obs.o.GovernorDecided == nil && obs.o.GovernorInterval == nil {
+	if obs == nil || obs.o.GovernorDecided == nil && obs.o.GovernorInterval == nil && obs.o.GovernorSetup == nil {
 		return nil
 	}
 	return obs

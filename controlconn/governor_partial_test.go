@@ -65,7 +65,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 		default:
 		}
 	}, nil)
-	gocqlDialer := &governedHostDialer{g: gov, inner: net}
+	gocqlDialer := &observedDialer{inner: &governedHostDialer{g: gov, inner: net}, g: gov}
 	ourDialer := &governedHostDialer{g: gov, inner: net, own: true}
 	m.Lost("127.0.0.1:9042")
 	ctx := context.Background()

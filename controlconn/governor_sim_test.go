@@ -43,6 +43,22 @@ func (n *simNet) DialHost(context.Context, *gocql.HostInfo) (*gocql.DialedHost, 
 	return &gocql.DialedHost{}, nil
 }
 
+// observedDialer reports each setup's end to the governor as gocql's connect observer does
+// (New installs setupObserver): here a setup is ready when its dial returns.
+type observedDialer struct {
+	inner gocql.HostDialer
+	g     *dialGovernor
+}
+
+func (d *observedDialer) DialHost(ctx context.Context, h *gocql.HostInfo) (*gocql.DialedHost, error) {
+	start := time.Now()
+	dh, err := d.inner.DialHost(ctx, h)
+	if a, ok := hostAddrPort(h); ok {
+		d.g.setupDone(a, time.Since(start), err)
+	}
+	return dh, err
+}
+
 // outageResult is what one simulated outage measured, relative to the cluster being ready.
 type outageResult struct {
 	dials     int64         // real dials from the stop until ours was back
@@ -75,7 +91,7 @@ func simulateOutageWith(t *testing.T, nodes int, outage, poolPhase time.Duration
 			default:
 			}
 		}, nil)
-		gocqlDialer = &governedHostDialer{g: gov, inner: net}
+		gocqlDialer = &observedDialer{inner: &governedHostDialer{g: gov, inner: net}, g: gov}
 		ourDialer = &governedHostDialer{g: gov, inner: net, own: true}
 		m.Lost("127.0.0.1:9042") // as the owner does: ours was on the first node
 	}

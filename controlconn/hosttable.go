@@ -25,10 +25,13 @@ type hostRecord struct {
 	seq      uint64        // reports applied
 	reported bool          // reported on since the current connection was adopted
 	held     *pendingState // a session HostDown not newer than upAt, until its probe answers
+	// downProbes counts the probes of the current connection that found the host down (or
+	// were refused by the governor) since one found it up: probeAgain's backoff.
+	downProbes int
 }
 
 // hostTable is the worker's one table of what is known about each host (owner goroutine):
-// what host events, probes and our refused dials said of it (hostRecords, by host ID, else by
+// what host events, probes and our refused dials said of it (recs, by host ID, else by
 // address for a host event naming no host ID), and what our own dials met (dials, by address
 // dialled: failures, backoff, evidence of up, the record the planner orders an attempt's hosts
 // from). It is pruned in one place (pruneHosts). Attempts plan from a copy (dials.View), and
@@ -93,7 +96,7 @@ func (t hostTable) sawUp(id string, at time.Time) {
 // of this one instead.
 func (t hostTable) adopted() {
 	for _, r := range t.recs {
-		r.reported, r.held = false, nil
+		r.reported, r.held, r.downProbes = false, nil, 0
 	}
 }
 

@@ -47,14 +47,19 @@ type Observer struct {
 	DataPathLag func(ep Endpoint, lag time.Duration)
 
 	// GovernorDecided: the dial governor (WithDialGovernor) decided on one dial, with its
-	// verdict: "pass", "host_slot", "budget" or "session_first" (made), "host_backoff" or
-	// "no_budget" (refused: nothing sent); and once per dial that was evidence, "evidence".
+	// verdict: "pass", "host_slot", "budget" or "session_first" (made), "host_backoff",
+	// "no_budget", "setup_limit" or "slow_down" (refused: nothing sent); and once per dial
+	// that was evidence, "evidence".
 	// With a governor shared by several ControlConnections (WithSharedDialGovernor), each
 	// one's observer gets every decision of the governor.
 	GovernorDecided func(verdict string)
 	// GovernorInterval: the budget's interval between real dials changed: 0 while the budget
 	// does not apply (our connection up, or the cluster known reachable).
 	GovernorInterval func(d time.Duration)
+	// GovernorSetup: one of the driver's connection setups (connect, STARTUP, login) ended,
+	// took after it started: outcome "ok", "busy" (a timeout, Overloaded, "Unable to perform
+	// authentication": the server is behind, the host's setups slow down) or "failed".
+	GovernorSetup func(outcome string, took time.Duration)
 }
 
 // funcObserver calls the functions of an Observer that are set. It is the one observer the
@@ -146,5 +151,11 @@ func (f *funcObserver) GovernorDecided(verdict string) {
 func (f *funcObserver) GovernorInterval(d time.Duration) {
 	if f.o.GovernorInterval != nil {
 		f.o.GovernorInterval(d)
+	}
+}
+
+func (f *funcObserver) GovernorSetup(outcome string, took time.Duration) {
+	if f.o.GovernorSetup != nil {
+		f.o.GovernorSetup(outcome, took)
 	}
 }

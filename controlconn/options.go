@@ -22,14 +22,21 @@ type options struct {
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
-	governor    *Governor          // WithDialGovernor; New, and newForDriver with gateTaker
-	shared      *DialGovernor      // WithSharedDialGovernor; as governor
-	gateTaker   func(adapter.Gate) // withDriverGate: a driver adapter takes the governor
-	governed    bool               // the governor is installed on a driver (New, an adapter)
-	configCheck func() error       // withConfigCheck: Start's check of the driver's configuration
-	inner       *funcObserver      // withInnerObserver; nil: observerOf(observer)
-	bare        bool               // ccopt.Bare: New installs nothing on the ClusterConfig
-	driver      *adapter.Driver    // WithDriver: New serves a driver adapter
+	governor    *Governor     // WithDialGovernor; New, and newForDriver with gateTaker
+	shared      *DialGovernor // WithSharedDialGovernor; as governor
+	// Set by the constructors, not by an Option:
+	gateTaker func(adapter.Gate) // adapter.Driver.TakeGate: a driver adapter takes the governor
+	governed  bool               // the governor is installed on a driver (New, an adapter)
+	// configCheck is Start's check of the driver's configuration (New's, or
+	// adapter.Driver.Check): the first Start calls it once, before it starts connecting, to
+	// find what the application replaced on the driver's configuration since the constructor
+	// installed its listener, dialer and the rest. Each error it returns (errors.Join for
+	// several) is logged as a warning, and the whole is kept in Status.ConfigChanged; Start
+	// goes on either way. The errors should wrap ErrConfigChanged.
+	configCheck func() error
+	inner       *funcObserver   // New's session check's observer, around observer; nil: observerOf(observer)
+	bare        bool            // ccopt.Bare: New installs nothing on the ClusterConfig
+	driver      *adapter.Driver // WithDriver: New serves a driver adapter
 }
 
 // WithLogger sets the logger. The default discards: a library logs only when asked.
@@ -55,6 +62,15 @@ func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) 
 func WithDriver(d adapter.Driver) Option { return func(o *options) { o.driver = &d } }
 
 // withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
+// parseOptions applies opts to the zero options, once per constructor call.
+func parseOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver = r } }
 
 // withHostEvents makes the ControlConnection consume q's batches as re-arm evidence and record
@@ -63,23 +79,9 @@ func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver
 // caller keeps ownership of a queue it passes: Close does not close it.
 func withHostEvents(q *hostevents.Queue) Option { return func(o *options) { o.queue = q } }
 
-// withConfigCheck is for driver adapters (New and gocqlv2.New, through adapter.Driver, pass
-// it): the first Start calls check once, before it starts connecting, to find what the
-// application replaced on the driver's configuration since the constructor installed its
-// listener, dialer and the rest. Each error check returns (errors.Join for several) is logged
-// as a warning, and the whole is kept in Status.ConfigChanged; Start goes on either way. The
-// errors should wrap ErrConfigChanged.
-func withConfigCheck(check func() error) Option {
-	return func(o *options) { o.configCheck = check }
-}
-
 // withRand sets the source of jitter and host shuffling, uniform in [0,1): tests, and the
 // module's other packages through internal/ccopt.WithRand.
 func withRand(f func() float64) Option { return func(o *options) { o.rand = f } }
-
-// withInnerObserver makes obs the observer the ControlConnection calls in place of the one
-// made from WithObserver's: New's session check's (sessionCheck.obs), around the caller's.
-func withInnerObserver(obs *funcObserver) Option { return func(o *options) { o.inner = obs } }
 
 func init() {
 	ccopt.Register(ccopt.Hooks{

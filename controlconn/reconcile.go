@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
@@ -42,6 +43,14 @@ import (
 //     is due, and a refused probe gives no verdict. A probe's verdict is dropped if such a report arrived
 //     while it was in flight (the report is newer), and a failure that is not about liveness
 //     (TLS, authentication, a dialer's own error) gives no verdict at all;
+//   - a host a probe found silent (its connect timed out, or its port accepted and nothing
+//     answered), and that nothing has reported on since, is probed again while our connection
+//     is up, 1 s after that verdict, doubling per verdict up to DelayCap (±10 %), until a probe
+//     finds it up, refused, or a report arrives: a node whose native port went silent to us
+//     alone (a blackhole between client and node) is not down to gossip, so no UP is ever
+//     pushed for it, and a session whose connections to it stayed open never reports it;
+//     nothing else would tell that it answers again. (A refused connection is a stopped node
+//     or its native transport off, whose return gossip announces.)
 //   - otherwise a host is presumed up, as every driver presumes.
 //
 // A status learned for a host the snapshot does not list yet (announced, then stopped before
@@ -61,7 +70,15 @@ type scheduledProbe struct {
 	at  time.Time
 	ep  Endpoint
 	gen int // owner.gen at scheduling: a probe for a lost connection is dropped
+	// again: a probe of a host a probe found down (probeAgain), dropped if a report about the
+	// host arrived since (its seq moved on from seq) or the snapshot no longer says it is down.
+	again bool
+	seq   uint64
 }
+
+// reprobeFirst is the wait before the first probe again of a host a probe found down; it
+// doubles per down verdict up to DelayCap.
+const reprobeFirst = time.Second
 
 // probeResult is what a probe hands back to run.
 type probeResult struct {
@@ -69,7 +86,10 @@ type probeResult struct {
 	hostID string //
 	seq    uint64 // owner.hosts' seq of hostID when the probe started
 	up     bool
-	err    error // set when the probe gives no verdict
+	// refused: down because the node refused the connection (nothing listens on its port: the
+	// node is stopped or its native transport off, which gossip sees and announces).
+	refused bool
+	err     error // set when the probe gives no verdict
 }
 
 // pendingState is a status learned for a host the snapshot does not list yet.
@@ -134,8 +154,15 @@ func (cc *ControlConnection) dueProbes(o *owner) {
 	for len(o.probes) > 0 && !o.probes[0].at.After(now) {
 		p := o.probes[0]
 		o.probes = o.probes[1:]
-		if r, ok := o.hosts.recs[p.ep.HostID]; p.gen != o.gen || ok && r.reported {
-			continue // the connection is gone, or someone reported on the host since
+		if p.gen != o.gen {
+			continue // the connection is gone
+		}
+		if p.again {
+			if o.hosts.seq(p.ep.HostID) != p.seq || cc.store.Current().State(p.ep.HostID) != metadata.StateDown {
+				continue // reported on since, or no longer down
+			}
+		} else if r, ok := o.hosts.recs[p.ep.HostID]; ok && r.reported {
+			continue // someone reported on the host since
 		}
 		cc.startProbe(o, p.ep)
 	}
@@ -154,10 +181,10 @@ func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
 		case <-cc.ctx.Done():
 			return
 		}
-		up, err := cc.probe(ep, timeout)
+		up, refused, err := cc.probe(ep, timeout)
 		<-cc.probeSem
 		select {
-		case o.probed <- probeResult{gen: gen, hostID: ep.HostID, seq: seq, up: up, err: err}:
+		case o.probed <- probeResult{gen: gen, hostID: ep.HostID, seq: seq, up: up, refused: refused, err: err}:
 		case <-cc.ctx.Done():
 		}
 	}()
@@ -169,8 +196,9 @@ func (cc *ControlConnection) startProbe(o *owner, ep Endpoint) {
 // server never answers on: a node stopped by SIGSTOP or hung still has its port accepted by
 // the kernel (on real Cassandra a connect-only probe called such a node up for as long as it
 // was paused). A failure that says nothing about liveness (TLS, a dialer's own error, Close, a
-// dial the governor refused: sent nothing) is an error, not a verdict.
-func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, error) {
+// dial the governor refused: sent nothing) is an error, not a verdict. refused says the down
+// verdict is a refused connection.
+func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (up, refused bool, err error) {
 	ctx, cancel := context.WithTimeout(cc.ctx, timeout)
 	defer cancel()
 	nc, err := cqlconn.DialTransport(ctx, ep, cc.connCfg)
@@ -178,19 +206,19 @@ func (cc *ControlConnection) probe(ep Endpoint, timeout time.Duration) (bool, er
 		defer func() { _ = nc.Close() }()
 		if err := answersOptions(ctx, nc); err != nil {
 			if cc.ctx.Err() != nil {
-				return false, cc.ctx.Err()
+				return false, false, cc.ctx.Err()
 			}
-			return false, nil
+			return false, false, nil
 		}
-		return true, nil
+		return true, false, nil
 	}
 	if cc.ctx.Err() != nil {
-		return false, cc.ctx.Err()
+		return false, false, cc.ctx.Err()
 	}
 	if errors.Is(err, ErrGoverned) || Classify(err) != ClassRetryable {
-		return false, err
+		return false, false, err
 	}
-	return false, nil
+	return false, errors.Is(err, syscall.ECONNREFUSED), nil
 }
 
 // onProbed applies a probe's verdict unless it is stale. A probe that settles a held HostDown
@@ -207,6 +235,9 @@ func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
 			rec.held = nil
 			cc.applyState(o, p)
 		}
+		if errors.Is(r.err, ErrGoverned) && r.gen == o.gen && o.hosts.seq(r.hostID) == r.seq {
+			cc.probeAgain(o, r.hostID) // the governor's slot was not due: keep asking, at the backoff
+		}
 		return
 	}
 	if r.gen != o.gen || o.hosts.seq(r.hostID) != r.seq {
@@ -217,6 +248,9 @@ func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
 	}
 	if r.up {
 		o.hosts.sawUp(r.hostID, time.Now())
+		if ok {
+			rec.downProbes = 0
+		}
 	}
 	changes, err := cc.store.SetState(r.hostID, r.up)
 	switch {
@@ -226,10 +260,40 @@ func (cc *ControlConnection) onProbed(o *owner, r probeResult) {
 		cc.log.Warn("probed state not applied", "host_id", r.hostID, "err", err)
 		return
 	}
+	if !r.up && !r.refused {
+		cc.probeAgain(o, r.hostID)
+	}
 	if len(changes) > 0 {
 		cc.log.Info("host state corrected by probe", "host_id", r.hostID, "up", r.up)
 		cc.publishHosts(o)
 	}
+}
+
+// probeAgain schedules another probe of hostID, found down by a probe (or whose probe the
+// governor refused) while the snapshot says it is down: reprobeFirst after the first such
+// verdict of this connection, doubling per verdict up to DelayCap, ±10 %. It is dropped when
+// it comes due if a report about the host arrived meanwhile (see dueProbes).
+func (cc *ControlConnection) probeAgain(o *owner, hostID string) {
+	snap := cc.store.Current()
+	if snap == nil || !cc.connected(o) || snap.State(hostID) != metadata.StateDown {
+		return
+	}
+	h, ok := snap.Host(hostID)
+	if !ok {
+		return
+	}
+	rec := o.hosts.get(hostID)
+	wait := reprobeFirst
+	for i := 0; i < rec.downProbes && wait < cc.cad.DelayCap; i++ {
+		wait *= 2
+	}
+	wait = min(wait, cc.cad.DelayCap)
+	rec.downProbes++
+	now := time.Now()
+	at := now.Add(time.Duration(float64(wait) * (0.9 + 0.2*cc.rand())))
+	o.probes = append(o.probes, scheduledProbe{at: at, ep: cc.endpointOf(h), gen: o.gen, again: true, seq: rec.seq})
+	sortProbes(o.probes)
+	cc.armProbes(o, now)
 }
 
 // reportState applies a status reported by a pushed event or the gocql session: it is newer

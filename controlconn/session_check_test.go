@@ -104,8 +104,8 @@ func TestStartWarnsOfConfigChangedAfterNew(t *testing.T) {
 			cluster.Port = 1      // never reached: Start's context is done already
 			var logs bytes.Buffer // written by Start's caller; read after Close
 			opts := []Option{WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
-			if tc.governed {
-				opts = append(opts, WithDialGovernor(Governor{}))
+			if !tc.governed {
+				opts = append(opts, WithDialGovernor(Governor{Off: true})) // governed is the default
 			}
 			cc, err := New(cluster, Cadence{}, opts...)
 			require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
 	gocqlv1 "github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
 // The control connection takes gocql v1's types (internal/cqlconn.ConnConfig, through a gocql v1 ClusterConfig); these adapters present
@@ -83,6 +85,7 @@ func (x v1HostDialer) DialHost(ctx context.Context, h1 *gocqlv1.HostInfo) (*gocq
 type hostInfos struct {
 	next  gocql.ConnectObserver // the user's observer, called first; may be nil
 	hosts sync.Map              // "ip:port" -> *gocql.HostInfo
+	gate  adapter.Gate          // governed: every setup's end goes to the governor (set by New before any session)
 }
 
 // ObserveConnect implements gocql.ConnectObserver.
@@ -92,6 +95,9 @@ func (c *hostInfos) ObserveConnect(o gocql.ObservedConnect) {
 	}
 	if o.Host != nil {
 		c.hosts.Store(o.Host.ConnectAddressAndPort(), o.Host)
+		if addr, ok := hostAddrPort(o.Host); ok && c.gate != nil {
+			c.gate.SetupDone(addr, o.End.Sub(o.Start), o.Err)
+		}
 	}
 }
 

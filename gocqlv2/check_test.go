@@ -60,8 +60,8 @@ func TestStartWarnsOfV2ConfigChangedAfterNew(t *testing.T) {
 			cluster.Logger = &recordingLogger{}
 			var logs bytes.Buffer // written by Start's caller; read after Close
 			opts := []controlconn.Option{controlconn.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
-			if tc.governed {
-				opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
+			if !tc.governed {
+				opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{Off: true})) // governed is the default
 			}
 			cc, err := New(cluster, controlconn.Cadence{}, opts...)
 			require.NoError(t, err)

@@ -33,6 +33,12 @@ func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostD
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}
 	cluster.ReconnectInterval = adapter.ReconnectInterval(cluster.ReconnectInterval, v2DefaultReconnectInterval)
+	if hi, ok := cluster.ConnectObserver.(*hostInfos); ok {
+		hi.gate = gate // the return: each setup's time and outcome (adapter.Gate.SetupDone)
+	}
+	if cluster.ConnectTimeout == adapter.DriverDefaultConnectTimeout {
+		cluster.ConnectTimeout = adapter.GovernedConnectTimeout // STARTUP and login; the TCP connect keeps inner's
+	}
 }
 
 // v2HostDialer is the HostDialer gocql v2.1.2 builds for cluster (connConfig in its

@@ -38,6 +38,14 @@ type fakeGate struct {
 	lastFirst      bool
 	abandonedDials int
 	interval       time.Duration
+	setups         int
+	setupTook      time.Duration
+	setupErr       error
+}
+
+func (f *fakeGate) SetupDone(addr netip.AddrPort, took time.Duration, err error) {
+	f.setups++
+	f.lastAddr, f.setupTook, f.setupErr = addr, took, err
 }
 
 func (f *fakeGate) SetReconnectInterval(i time.Duration) { f.interval = i }
@@ -229,7 +237,15 @@ func TestNewWithDialGovernorV2(t *testing.T) {
 	assert.Nil(t, cluster.HostDialer, "a rejected config is left alone")
 	assert.Nil(t, cluster.Metadata.HostListener.HostStateChangeListener)
 
-	cc3, err := New(cluster, controlconn.Cadence{})
+	// On by default, as controlconn.New.
+	cd, err := New(cluster, controlconn.Cadence{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cd.Close()) }()
+	assert.IsType(t, &governedDialer{}, cluster.HostDialer, "governed by default")
+	assert.Equal(t, 100*time.Millisecond, cluster.ReconnectInterval)
+
+	cluster = gocql.NewCluster("127.0.0.1")
+	cc3, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Off: true}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	assert.Nil(t, cluster.HostDialer, "no governor: the dialer is untouched")
@@ -344,3 +360,42 @@ func TestGovernedV2RefusalDoesNotConvict(t *testing.T) {
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.True(t, cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h), "none configured: gocql's simple policy")
 }
+
+// Governed (the default), New reports the end of each of gocql v2's connection setups to the
+// governor (the return's setup limit learns from them), through the ConnectObserver it
+// installs, after the user's; and gives the setup's STARTUP and login 20 s where v2's default
+// was 11 s. Ungoverned, nothing is reported and the timeout is the user's.
+func TestGovernedV2ReportsSetups(t *testing.T) {
+	cluster := gocql.NewCluster("127.0.0.1")
+	user := &countingObserver{}
+	cluster.ConnectObserver = user
+	cc, err := New(cluster, controlconn.Cadence{})
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc.Close()) }()
+	hi, ok := cluster.ConnectObserver.(*hostInfos)
+	require.True(t, ok)
+	require.NotNil(t, hi.gate, "governed: setups reach the governor")
+	assert.Equal(t, 20*time.Second, cluster.ConnectTimeout)
+
+	f := &fakeGate{}
+	hi.gate = f
+	start := time.Now()
+	busy := errors.New("gocql: no response to connection startup within timeout")
+	hi.ObserveConnect(gocql.ObservedConnect{Host: v2Host(t, "127.0.0.1:9042"), Start: start, End: start.Add(3 * time.Second), Err: busy})
+	assert.Equal(t, 1, user.n, "the user's observer first")
+	assert.Equal(t, 1, f.setups)
+	assert.Equal(t, 3*time.Second, f.setupTook)
+	assert.Equal(t, busy, f.setupErr)
+	assert.Equal(t, netip.MustParseAddrPort("127.0.0.1:9042"), f.lastAddr)
+
+	off := gocql.NewCluster("127.0.0.1")
+	cc2, err := New(off, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Off: true}))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, cc2.Close()) }()
+	assert.Nil(t, off.ConnectObserver.(*hostInfos).gate)
+	assert.Equal(t, 11*time.Second, off.ConnectTimeout)
+}
+
+type countingObserver struct{ n int }
+
+func (c *countingObserver) ObserveConnect(gocql.ObservedConnect) { c.n++ }

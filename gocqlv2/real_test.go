@@ -82,24 +82,8 @@ func TestRealV2FullRestart(t *testing.T) {
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
 
-	ids := map[string]string{}
-	require.Eventually(t, func() bool {
-		s := cc.Snapshot()
-		if s == nil || s.Len() != len(c.Hosts()) {
-			return false
-		}
-		for h := range s.All() {
-			ids[h.ConnectAddress().String()] = h.HostID()
-		}
-		return true
-	}, 20*time.Second, 50*time.Millisecond, "ours sees every host")
-	served := func(ip string) bool {
-		var addr net.IP
-		qctx, qcancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer qcancel()
-		err := session.Query("SELECT rpc_address FROM system.local").SetHostID(ids[ip]).ScanContext(qctx, &addr)
-		return err == nil && addr.String() == ip
-	}
+	ids := realHostIDs(t, cc, len(c.Hosts()))
+	served := func(ip string) bool { return realServed(session, ids, ip) }
 	require.Eventually(t, func() bool {
 		for _, ip := range c.Hosts() {
 			if !served(ip) {
@@ -125,16 +109,7 @@ func TestRealV2FullRestart(t *testing.T) {
 	time.Sleep(10 * time.Second)
 	started := make(chan error, 1)
 	go func() { started <- realcluster.StartEvery(context.Background(), c) }()
-	back := map[string]time.Time{}
-	deadline := time.Now().Add(120 * time.Second)
-	for len(back) < len(c.Hosts()) && time.Now().Before(deadline) {
-		for _, ip := range c.Hosts() {
-			if _, ok := back[ip]; !ok && served(ip) {
-				back[ip] = time.Now()
-			}
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
+	back := realDataPathBack(c.Hosts(), served, 120*time.Second, 0)
 	require.NoError(t, <-started)
 	first := realcluster.FirstReady(c, down)
 	var connectedAt time.Time
@@ -158,13 +133,64 @@ func TestRealV2FullRestart(t *testing.T) {
 	}
 	t.Logf("FIGURE cassandra %s gocql v2.1.2 governed full restart (graceful, 10 s down): ours back %.3f s after the first node answered CQL; data path max %.3f s after its host answered; %d dials of the process from the stop until then",
 		c.Version(), connectedAt.Sub(first).Seconds(), worst.Seconds(), sniff.dialsIn(begin, latestOf(back)))
-	// The default governor's budget rotates over the hosts (see integration/real's
-	// discoveryBound): the first node back may wait its turn, up to hosts × interval.
-	g := controlconn.Governor{}.WithDefaults(0)
-	outage := first.Sub(cc.Status().LastLossAt)
-	interval := min(max(time.Duration(float64(outage)*g.OutageShare), g.MinInterval), g.MaxInterval)
-	bound := time.Duration(float64(len(c.Hosts()))*float64(interval)*(1+g.Jitter)) + 700*time.Millisecond
+	bound := realDiscoveryBound(len(c.Hosts()), first.Sub(cc.Status().LastLossAt))
 	assert.LessOrEqual(t, connectedAt.Sub(first), bound, "ours back after the first node answered (the budget's rotation)")
+}
+
+// realHostIDs waits for cc's snapshot to hold n hosts and returns their host IDs by address.
+func realHostIDs(t *testing.T, cc *controlconn.ControlConnection, n int) map[string]string {
+	t.Helper()
+	ids := map[string]string{}
+	require.Eventually(t, func() bool {
+		s := cc.Snapshot()
+		if s == nil || s.Len() != n {
+			return false
+		}
+		for h := range s.All() {
+			ids[h.ConnectAddress().String()] = h.HostID()
+		}
+		return true
+	}, 20*time.Second, 50*time.Millisecond, "ours sees every host")
+	return ids
+}
+
+// realServed runs a query pinned to ip (SetHostID) and reports whether that host answered it.
+func realServed(session *gocql.Session, ids map[string]string, ip string) bool {
+	var addr net.IP
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := session.Query("SELECT rpc_address FROM system.local").SetHostID(ids[ip]).ScanContext(ctx, &addr)
+	return err == nil && addr.String() == ip
+}
+
+// realDataPathBack polls served for every host of ips every 25 ms and returns when each first
+// answered; it gives up within of now or, when after is positive, after of the first host's
+// answer: the hosts not back by then are missing.
+func realDataPathBack(ips []string, served func(ip string) bool, within, after time.Duration) map[string]time.Time {
+	back := map[string]time.Time{}
+	deadline := time.Now().Add(within)
+	for len(back) < len(ips) && time.Now().Before(deadline) {
+		for _, ip := range ips {
+			if _, ok := back[ip]; !ok && served(ip) {
+				back[ip] = time.Now()
+				if after > 0 && len(back) == 1 && time.Now().Add(after).Before(deadline) {
+					deadline = time.Now().Add(after)
+				}
+			}
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return back
+}
+
+// realDiscoveryBound is how late the default governor may find the first node back after an
+// outage of length outage on n hosts: its budget rotates over the hosts (see integration/real's
+// discoveryBound), so the first node back may wait its turn, up to n intervals, plus 700 ms for
+// the handshake, our attempt after the evidence and a loaded 2-core machine.
+func realDiscoveryBound(n int, outage time.Duration) time.Duration {
+	g := controlconn.Governor{}.WithDefaults(0)
+	interval := min(max(time.Duration(float64(outage)*g.OutageShare), g.MinInterval), g.MaxInterval)
+	return time.Duration(float64(n)*float64(interval)*(1+g.Jitter)) + 700*time.Millisecond
 }
 
 func latestOf(m map[string]time.Time) time.Time {

@@ -67,6 +67,7 @@ func (g *afterGate) Admit(_ context.Context, addr netip.AddrPort) (bool, error) 
 	return false, nil
 }
 func (g *afterGate) Done(context.Context, netip.AddrPort, bool, error) {}
+func (g *afterGate) SetupDone(netip.AddrPort, time.Duration, error)    {}
 
 // A v2 session whose pool fill is refused (NumConns 2: the second connection of the host's pool
 // is refused by the gate, after the dials the session's start needs): one log line per refused

@@ -70,7 +70,7 @@ func Install(cfg *gocql.ClusterConfig, q *Queue) {
 }
 
 // Feeds reports whether p pushes host events to q: p is, or wraps through Wrap or Install
-// (however many times), a listener of q. controlconn.Start uses it to check that the policy New
+// (however many times), a listener of q. ControlConnection.Start uses it to check that the policy New
 // installed is still in the ClusterConfig.
 func Feeds(p gocql.HostSelectionPolicy, q *Queue) bool {
 	for l := unwrap(p); l != nil; l = unwrap(l.inner) {

@@ -121,8 +121,13 @@ func (p *process) end(start time.Duration, host int, own bool) bool {
 	now, a := epoch.Add(start+p.cfg.DialTime), p.addrs[host]
 	if own {
 		p.gate.DoneOwn(now, a, ok, !ok)
-	} else if p.gate.Done(now, a, ok, !ok) {
+		return ok
+	}
+	if p.gate.Done(now, a, ok, !ok) {
 		p.ours.evidence(start+p.cfg.DialTime, host)
+	}
+	if ok { // the model's setup is ready when its dial is (gocql's ConnectObserver reports it)
+		p.gate.SetupDone(now, a, p.cfg.DialTime, dialgate.SetupOK)
 	}
 	return ok
 }

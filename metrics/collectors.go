@@ -119,6 +119,7 @@ type Collectors struct {
 	governorVerdicts map[string]prometheus.Counter // governorDials by verdict, resolved once: read-only
 	governorEvidence prometheus.Counter
 	governorInterval prometheus.Gauge
+	governorSetup    *prometheus.HistogramVec // outcome
 
 	// starting is set when a Recovery leaves Idle and cleared by the Recovered that follows:
 	// the first connection ends no outage, so it is kept out of recovery_seconds. Written by
@@ -164,7 +165,7 @@ var (
 	kinds        = []hostevents.Kind{hostevents.KindUp, hostevents.KindDown, hostevents.KindAdded, hostevents.KindRemoved}
 	sources      = []hostevents.Source{hostevents.SourceGocql, hostevents.SourceControl}
 	dialOutcomes = []string{dialSuccess, dialLostRace, controlconn.ClassRetryable.String(), controlconn.ClassAuth.String(), controlconn.ClassProtocol.String(), controlconn.ClassTLS.String(), controlconn.ClassClosed.String()}
-	verdicts     = []string{"pass", "host_slot", "budget", "session_first", "host_backoff", "no_budget"}
+	verdicts     = []string{"pass", "host_slot", "budget", "session_first", "host_backoff", "no_budget", "setup_limit", "slow_down"}
 	lostClasses  = []controlconn.ErrorClass{controlconn.ClassNone, controlconn.ClassRetryable, controlconn.ClassAuth, controlconn.ClassProtocol, controlconn.ClassTLS, controlconn.ClassClosed}
 )
 
@@ -252,7 +253,9 @@ func New(opts Options) (*Collectors, error) {
 	c.dataPathLag = b.histogram("data_path_lag_seconds", latencyBuckets,
 		"Per host: from the control connection seeing the host announced UP to gocql's session reporting its pool connected to it (HostUp).")
 	c.governorDials = b.counterVec("governor_dials_total",
-		"Dials the dial governor decided on (gocql's and ours), by verdict: made (pass: untouched; host_slot: a known-down host's one dial per backoff; budget: paid from the process-wide budget; session_first: a gocql session's dial before any of its dials connected, not governed) or refused, nothing sent (host_backoff: a known-down host within its backoff; no_budget: the budget's next dial is later).", "verdict")
+		"Dials the dial governor decided on (gocql's and ours), by verdict: made (pass: untouched; host_slot: a known-down host's one dial per backoff; budget: paid from the process-wide budget; session_first: a gocql session's dial before any of its dials connected, not governed) or refused, nothing sent (host_backoff: a known-down host within its backoff; no_budget: the budget's next dial is later; setup_limit: a returning host has as many setups in flight as its limit; slow_down: a returning host showed it is slow to set connections up, and its jittered pause runs).", "verdict")
+	c.governorSetup = b.histogramVec("governor_setup_seconds", latencyBuckets,
+		"The driver's connection setups (connect, STARTUP, login), from start to ready or failure, by outcome: ok, busy (a timeout, Overloaded or \"Unable to perform authentication\": the server is behind, the host's setups slow down) or failed.", "outcome")
 	c.governorEvidence = b.counter("governor_evidence_total",
 		"Governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew: evidence that re-armed our connection.")
 	c.governorInterval = b.gauge("governor_interval_seconds",

@@ -31,6 +31,7 @@ func (c *Collectors) Observer() controlconn.Observer {
 		DataPathLag:      c.DataPathLag,
 		GovernorDecided:  c.GovernorDecided,
 		GovernorInterval: c.GovernorInterval,
+		GovernorSetup:    c.GovernorSetup,
 	}
 }
 

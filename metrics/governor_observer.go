@@ -16,5 +16,10 @@ func (c *Collectors) GovernorDecided(verdict string) {
 	c.governorDials.WithLabelValues(verdict).Inc()
 }
 
+// GovernorSetup (controlconn.Observer.GovernorSetup): one of the driver's connection setups ended.
+func (c *Collectors) GovernorSetup(outcome string, took time.Duration) {
+	c.governorSetup.WithLabelValues(outcome).Observe(seconds(took))
+}
+
 // GovernorInterval (controlconn.Observer.GovernorInterval): the budget's current interval.
 func (c *Collectors) GovernorInterval(d time.Duration) { c.governorInterval.Set(seconds(d)) }

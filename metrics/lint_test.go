@@ -48,13 +48,14 @@ func touchAll(c *Collectors) {
 	c.GovernorDecided("pass")
 	c.GovernorDecided("evidence")
 	c.GovernorInterval(time.Second)
+	c.GovernorSetup("busy", 11*time.Second)
 }
 
 func TestCollectAndLintEveryCollector(t *testing.T) {
 	c, err := New(Options{})
 	require.NoError(t, err)
 	touchAll(c)
-	require.Len(t, c.all, 33)
+	require.Len(t, c.all, 34)
 	for _, m := range c.all {
 		assert.Positive(t, testutil.CollectAndCount(m), "touched, so it has a series to lint")
 		problems, err := testutil.CollectAndLint(m)
@@ -66,7 +67,7 @@ func TestCollectAndLintEveryCollector(t *testing.T) {
 	assert.Empty(t, problems)
 	mfs, err := c.Gatherer().Gather()
 	require.NoError(t, err)
-	assert.Len(t, mfs, 33, "every collector has a series once touched")
+	assert.Len(t, mfs, 34, "every collector has a series once touched")
 }
 
 func TestExplicitDefaultRegisterer(t *testing.T) {

@@ -36,7 +36,7 @@ func newCountingDialer(cluster *gocql.ClusterConfig) *clientprobe.Dialer {
 // returns), unless --ungoverned.
 func (d *demoRun) govern() []controlconn.Option {
 	if d.cfg.ungoverned {
-		return nil
+		return []controlconn.Option{controlconn.WithDialGovernor(controlconn.Governor{Off: true})}
 	}
 	return []controlconn.Option{controlconn.WithDialGovernor(controlconn.Governor{})}
 }

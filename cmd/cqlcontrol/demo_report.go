@@ -166,7 +166,7 @@ func (d *demoRun) result(v demoView) *demoResult {
 	}
 	if !d.cfg.ungoverned {
 		st := d.cc.GovernorStats()
-		r.RefusedByGovernor = st.RefusedBackoff + st.RefusedBudget
+		r.RefusedByGovernor = st.RefusedBackoff + st.RefusedBudget + st.RefusedReturn
 	}
 	r.ContractMet = r.backInTime() && (!r.Governed || r.fewerDials())
 	return r

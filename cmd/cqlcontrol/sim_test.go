@@ -110,7 +110,7 @@ func (p *simProcess) nodeOp(t *testing.T, method, path string, wantStatus int) n
 	return n
 }
 
-// dialState says what a raw TCP connect to addr meets: "accepts", "refused" or "hangs".
+// simDial says what a raw TCP connect to addr meets: "accepts", "refused" or "hangs".
 func simDial(addr string) string {
 	c, err := net.DialTimeout("tcp4", addr, 300*time.Millisecond)
 	switch {

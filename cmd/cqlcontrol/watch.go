@@ -88,6 +88,9 @@ func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		controlconn.WithObserver(obs.observer()),
 		controlconn.WithReconnectObserver(obs),
 		controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: obs}),
+		// One operator's diagnostic process, not a fleet: no dial governor (on by default in
+		// New), so that every attempt's error is what each node answered, never a refusal.
+		controlconn.WithDialGovernor(controlconn.Governor{Off: true}),
 	}
 	if cfg.verbose {
 		opts = append(opts, controlconn.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))

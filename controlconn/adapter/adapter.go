@@ -75,6 +75,12 @@ type Gate interface {
 	// failure while ctx is done (the caller abandoned the dial) says nothing about the host. A
 	// connection while the ControlConnection is down is evidence: it re-arms its recovery.
 	Done(ctx context.Context, addr netip.AddrPort, first bool, err error)
+	// SetupDone records how one of the driver's connection setups to addr ended (connect,
+	// STARTUP and authentication: the driver's connect observer), took after it started; err
+	// nil if the connection is ready. A returning host admits setups through a limit that
+	// adapts to how fast it sets connections up (see controlconn.Governor). Refusals
+	// (ErrGoverned) are ignored.
+	SetupDone(addr netip.AddrPort, took time.Duration, err error)
 }
 
 // TLSConfig is the TLS configuration gocql v1.7.0 builds from o (its setupTLSConfig), which

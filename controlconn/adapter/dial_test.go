@@ -1,10 +1,17 @@
 package adapter
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 )
 
 func TestAddrPort(t *testing.T) {
@@ -64,5 +71,27 @@ func TestNetDialer(t *testing.T) {
 	}
 	if d := NetDialer(time.Second, -1); d.KeepAlive != 0 {
 		t.Fatalf("negative keepalive kept: %v", d.KeepAlive)
+	}
+}
+
+// SetupBusy: the server behind (timeouts, Overloaded, the auth quorum not there) slows a
+// host's setups down; a refusal or bad credentials do not.
+func TestSetupBusy(t *testing.T) {
+	for _, err := range []error{
+		context.DeadlineExceeded,
+		fmt.Errorf("auth: %w", context.DeadlineExceeded),
+		errors.New("gocql: no response to connection startup within timeout"),
+		errors.New("Server is in overloaded state. Cassandra can't process the query: Query timed out before it could start"),
+		errors.New("Unable to perform authentication: Cannot achieve consistency level QUORUM"),
+		&net.OpError{Op: "read", Err: os.ErrDeadlineExceeded},
+	} {
+		assert.True(t, SetupBusy(err), "%v", err)
+	}
+	for _, err := range []error{
+		nil,
+		&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED},
+		errors.New("Provided username cassandra and/or password are incorrect"),
+	} {
+		assert.False(t, SetupBusy(err), "%v", err)
 	}
 }

@@ -14,7 +14,10 @@
 // The exported identifiers, one line per type with its exported methods and fields;
 // TestPublicSurfaceIsDocumented fails when this list and the code differ.
 //
+//	AddrPort
 //	Driver: Check Install TLS TakeGate WriteTimeout
-//	Gate: Admit Done SetReconnectInterval
-//	AddrPort GovernedReconnectInterval NetDialer ReconnectInterval TLSConfig
+//	DriverDefaultConnectTimeout
+//	Gate: Admit Done SetReconnectInterval SetupDone
+//	GovernedConnectTimeout GovernedReconnectInterval NetDialer ReconnectInterval SetupBusy
+//	TLSConfig
 package adapter

@@ -175,7 +175,10 @@ func (c *Conn) read() {
 		// buffer grows with the bytes received: a header announcing 2 GiB costs nothing.
 		raw, err := wire.ReadFrame(r, c.codec, c.cfg.MaxFrameSize)
 		if err != nil {
-			cls := ClassRetryable
+			// A TLS alert from the server is TLS: under TLS 1.3 a server refusing the client's
+			// certificate (expired, another CA's, none) says so after the client's handshake
+			// has returned, on the first read.
+			cls := transportClass(err)
 			var pv *frame.ProtocolVersionErr
 			if errors.As(err, &pv) || errors.Is(err, wire.ErrFrameTooLarge) {
 				cls = ClassProtocol

@@ -469,3 +469,39 @@ func TestCheckNowFindsASilentPeerWithinTheTimeout(t *testing.T) {
 		assert.Less(t, time.Since(start), 6*time.Second)
 	})
 }
+
+// slowAuthenticator is a PasswordAuthenticator whose first answer takes delay: a login that
+// waits, as one queued behind a fleet's on the server's auth threads does.
+type slowAuthenticator struct {
+	gocql.PasswordAuthenticator
+	delay time.Duration
+}
+
+func (a slowAuthenticator) Challenge(req []byte) ([]byte, gocql.Authenticator, error) {
+	time.Sleep(a.delay)
+	return a.PasswordAuthenticator.Challenge(req)
+}
+
+// Once the server answers STARTUP with AUTHENTICATE, LoginTimeout (longer than ConnectTimeout)
+// bounds the rest of the try from then: a login slower than ConnectTimeout but within
+// LoginTimeout connects; without LoginTimeout the same login fails at ConnectTimeout. Checked
+// to fail with the AUTHENTICATE case keeping the connect deadline.
+func TestDialLoginTimeout(t *testing.T) {
+	cfg := simtest.MemConfig(1)
+	cfg.Username, cfg.Password = "cassandra", "secret"
+	_, node := simtest.ServerNode(t, cfg)
+	addr := simtest.Listen(t, node)
+	auth := slowAuthenticator{gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"}, 1500 * time.Millisecond}
+
+	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
+		Authenticator: auth, ConnectTimeout: time.Second, LoginTimeout: 10 * time.Second,
+	})
+	require.NoError(t, err, "a login within LoginTimeout")
+	require.NoError(t, c.Close())
+
+	start := time.Now()
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{Authenticator: auth, ConnectTimeout: time.Second})
+	require.Error(t, err, "without LoginTimeout, ConnectTimeout bounds the login")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), 5*time.Second)
+}

@@ -54,6 +54,13 @@ type ConnConfig struct {
 	TLS *tls.Config
 	// ConnectTimeout bounds TCP connect, TLS and the whole handshake of one try; default 5 s.
 	ConnectTimeout time.Duration
+	// LoginTimeout, when longer than ConnectTimeout, bounds the rest of a try once the server
+	// answers STARTUP with AUTHENTICATE: the authentication exchange and REGISTER, from that
+	// moment. A server that answers STARTUP is up; its login may wait in a queue behind a
+	// fleet's (Cassandra 5.0 checks bcrypt logins on native_transport_max_auth_threads, 4 by
+	// default), and a login abandoned there still costs the server its check when it is
+	// dequeued. Zero (or no longer than ConnectTimeout): ConnectTimeout bounds the whole try.
+	LoginTimeout time.Duration
 	// Keepalive is the TCP keepalive period of the default dialer; default 15 s, negative disables.
 	Keepalive time.Duration
 	// HeartbeatInterval is the time between OPTIONS heartbeats; default 30 s, negative disables.
@@ -208,15 +215,19 @@ func parseGreatestVersion(msg string) int {
 	return v
 }
 
-func dialVersion(ctx context.Context, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersion) (*Conn, error) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+func dialVersion(parent context.Context, ep Endpoint, cfg ConnConfig, v primitive.ProtocolVersion) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(parent, cfg.ConnectTimeout)
 	defer cancel()
 	nc, err := DialTransport(ctx, ep, cfg)
 	if err != nil {
 		return nil, err
 	}
 	c := newConn(nc, ep, cfg, v)
-	if err := c.handshake(ctx); err != nil {
+	login := func() (context.Context, context.CancelFunc) { return ctx, func() {} }
+	if cfg.LoginTimeout > cfg.ConnectTimeout {
+		login = func() (context.Context, context.CancelFunc) { return context.WithTimeout(parent, cfg.LoginTimeout) }
+	}
+	if err := c.handshake(ctx, login); err != nil {
 		c.shutdown(err)
 		c.wg.Wait()
 		return nil, err
@@ -276,8 +287,9 @@ func transportClass(err error) ErrorClass {
 	return ClassRetryable
 }
 
-// handshake runs OPTIONS, STARTUP, the authentication exchange and REGISTER.
-func (c *Conn) handshake(ctx context.Context) error {
+// handshake runs OPTIONS, STARTUP, the authentication exchange and REGISTER. login gives the
+// context of what follows an AUTHENTICATE (ConnConfig.LoginTimeout), from the moment it came.
+func (c *Conn) handshake(ctx context.Context, login func() (context.Context, context.CancelFunc)) error {
 	resp, err := c.Do(ctx, &message.Options{})
 	if err != nil {
 		return c.handshakeErr("handshake", err, true)
@@ -296,6 +308,9 @@ func (c *Conn) handshake(ctx context.Context) error {
 	switch m := resp.(type) {
 	case *message.Ready:
 	case *message.Authenticate:
+		var cancel context.CancelFunc
+		ctx, cancel = login()
+		defer cancel()
 		if err := c.authenticate(ctx, m); err != nil {
 			return err
 		}

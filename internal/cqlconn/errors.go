@@ -148,8 +148,14 @@ func isTLSError(err error) bool {
 		ci   x509.CertificateInvalidError
 		echo *tls.ECHRejectionError
 	)
-	return errors.As(err, &rh) || errors.As(err, &al) || errors.As(err, &cv) ||
-		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &echo)
+	if errors.As(err, &rh) || errors.As(err, &al) || errors.As(err, &cv) ||
+		errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &echo) {
+		return true
+	}
+	// An alert the peer sent: crypto/tls reports it as a net.OpError with Op "remote error"
+	// (its alert type is unexported; tls.AlertError is QUIC's).
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error"
 }
 
 // isTimeout reports whether err is a deadline or network timeout (retryable).

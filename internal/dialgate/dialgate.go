@@ -11,6 +11,7 @@ import (
 // defaults applied (same fields, so Config(g.WithDefaults(delayCap)) converts). What each
 // field means is documented on controlconn.Governor.
 type Config struct {
+	Off         bool // not the gate's: controlconn installs no gate when set
 	MinInterval time.Duration
 	OutageShare float64
 	MaxInterval time.Duration
@@ -33,6 +34,12 @@ const (
 	VerdictHostBackoff
 	// VerdictNoBudget: refused, our connection is down and the budget's next dial is later.
 	VerdictNoBudget
+	// VerdictSetupLimit: refused, the host is returning and as many connection setups as its
+	// limit are still in flight there (SetupDone ends them).
+	VerdictSetupLimit
+	// VerdictSlowDown: refused, the host showed it is slow to set connections up (a slow or
+	// timed-out login, Overloaded, "Unable to perform authentication") and its jittered pause runs.
+	VerdictSlowDown
 )
 
 // Allowed reports whether the dial may be made.
@@ -51,6 +58,10 @@ func (v Verdict) String() string {
 		return "host_backoff"
 	case VerdictNoBudget:
 		return "no_budget"
+	case VerdictSetupLimit:
+		return "setup_limit"
+	case VerdictSlowDown:
+		return "slow_down"
 	}
 	return fmt.Sprintf("verdict(%d)", int(v))
 }
@@ -69,6 +80,7 @@ type DialGate struct {
 	downSince time.Time // when our connection went down
 	nextReal  time.Time // the budget's next real dial, while down
 	phased    bool      // the budget's second real dial of this outage is booked (at a random phase)
+	ownWait   time.Time // until then, the budget's next slot is held for ours (refused for lack of it)
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
 	hosts     map[netip.AddrPort]*gateHost
 }
@@ -82,7 +94,50 @@ type gateHost struct {
 	failures  int       // failed real dials since the last success or up event
 	next      time.Time // a known-down host's next real dial
 	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
+	asked     uint64    // the epoch in which the driver last asked to dial it, off the hot path
+
+	// The return (see SetupDone): while limit > 0 the host admits at most limit setups in
+	// flight and none before pause; limit 0 is open.
+	limit   int
+	setups  int           // setups admitted while limited and not yet done
+	lastSet time.Time     // the last setup admitted while limited (a leak guard: see setupPatience)
+	pause   time.Time     // no setup before then
+	window  time.Duration // the pause's range, doubled per slow-down signal
+	served  bool          // a driver's setup was ready since the host came back
+	waiting bool          // ours (down) was refused while the host returns: SetupDone says when to re-arm it
 }
+
+// Return-phase constants (documented on controlconn.Governor).
+const (
+	// OpenLimit is the setup limit at which a returning host opens (limit 0): one more than
+	// the connections one gocql client opens to a host by default (its control connection,
+	// two pool connections) with ours.
+	OpenLimit = 4
+	// SlowSetup is a setup's duration above which it counts as a slow-down signal.
+	SlowSetup = time.Second
+	// minWindow is the first pause range after a slow-down signal.
+	minWindow = 100 * time.Millisecond
+	// setupPatience: a setup in flight this long no longer holds the host's next one (no
+	// SetupDone may ever end it). One second past the governed driver's setup timeout (20 s):
+	// a login queued on a busy server is not given up on while the driver still waits for it,
+	// or the limit would let the next setups join that queue. A setup that hangs on a node
+	// that stopped mid-setup holds nothing once the host is known down: HostDown, a failed
+	// dial and Lost forget the host's setups in flight.
+	setupPatience = 21 * time.Second
+)
+
+// SetupOutcome is how a connection setup (connect, STARTUP, authentication) ended.
+type SetupOutcome uint8
+
+const (
+	// SetupOK: the connection is ready.
+	SetupOK SetupOutcome = iota
+	// SetupBusy: the server is behind: a startup or login timeout, Overloaded, or "Unable to
+	// perform authentication" (the auth quorum not yet there after a restart).
+	SetupBusy
+	// SetupFailed: any other failure (refused, reset, bad credentials): Done judges the host.
+	SetupFailed
+)
 
 // New returns a gate deciding with cfg, which must have every field set and valid (package
 // controlconn validates a Governor and applies its defaults: Config(g.WithDefaults(delayCap))).
@@ -144,6 +199,7 @@ func (d *DialGate) ConnDown(now time.Time) {
 	d.downSince = now
 	d.nextReal = now
 	d.phased = false
+	d.ownWait = time.Time{}
 	d.epoch++
 	for _, h := range d.hosts {
 		if h.down && h.next.After(now) {
@@ -163,6 +219,9 @@ func (d *DialGate) BudgetApplies() bool { return !d.connUp && !d.reachable }
 // dials pass at once, its backoff is forgotten.
 func (d *DialGate) HostUp(addr netip.AddrPort) {
 	h := d.host(addr)
+	if h.down {
+		h.startReturn(time.Time{}, 0) // setups from before it went down were forgotten
+	}
 	h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 	h.accepted = d.epoch
 }
@@ -191,19 +250,57 @@ func (d *DialGate) HostDown(now time.Time, addr netip.AddrPort) {
 	h.failures = max(h.failures, 1)
 	h.accepted = 0
 	h.next = now.Add(d.cfg.MaxInterval)
+	h.forgetSetups()
 }
+
+// forgetSetups forgets h's setups in flight: h is known down, so they will fail or hang, and
+// none may hold the next setup when h comes back.
+func (h *gateHost) forgetSetups() { h.setups, h.waiting = 0, false }
 
 // Admit decides whether a dial to addr may be made at now, and books it if so: a host slot,
 // a budget dial, or both. Every allowed dial must be followed by one Done.
 func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
+	return d.admit(now, addr, false)
+}
+
+// admit is Admit; own for a dial of our connection (AdmitOwn while it is down), which takes
+// a budget slot held for it (ownWait) and holds the next one when refused for lack of budget
+// for a host that is not known down and that the driver has not asked for since our
+// connection went down: the driver redials its down hosts every tick (100 ms) and would
+// otherwise take every slot, while ours, on its own slower schedule, asks for a host whose
+// pools are still up (a partial outage). A slot is held at most MinInterval past its
+// opening, so the driver waits that much longer at most. In a full outage the driver asks
+// for every host, and nothing is held.
+func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 	h := d.hosts[addr]
-	if (d.connUp || d.reachable) && (h == nil || !h.down) {
+	if (d.connUp || d.reachable) && (h == nil || (!h.down && h.limit == 0)) {
 		return VerdictPass // the hot path: one map lookup
 	}
 	if h == nil {
 		h = d.host(addr)
 	}
+	if !own {
+		h.asked = d.epoch
+	}
+	if !h.down && h.limit > 0 && own {
+		if v := h.oursReturning(now); !v.Allowed() {
+			return v
+		}
+	}
+	limited := !h.down && h.limit > 0 && !own // a driver's setup to a returning host: booked if allowed
+	if limited {
+		if v := h.returning(now); !v.Allowed() {
+			return v
+		}
+		if d.connUp || d.reachable {
+			h.book(now)
+			return VerdictPass // else the rules below: accepted in this outage, or the budget
+		}
+	}
 	if !h.down && h.accepted == d.epoch {
+		if limited {
+			h.book(now)
+		}
 		return VerdictPass // it accepted a dial during this outage: never starve it
 	}
 	if h.down && now.Before(h.next) {
@@ -213,7 +310,16 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 	proven := d.reachable && !d.presumed // a dial proved the cluster reachable: a host's own backoff decides
 	if !d.connUp && !proven {
 		if now.Before(d.nextReal) {
+			if own && !h.down && h.asked != d.epoch {
+				d.ownWait = d.nextReal.Add(d.cfg.MinInterval)
+			}
 			return VerdictNoBudget
+		}
+		if !own && now.Before(d.ownWait) {
+			return VerdictNoBudget // held for ours
+		}
+		if own {
+			d.ownWait = time.Time{}
 		}
 		interval := d.interval(now)
 		step := jitter(interval, d.cfg.Jitter, d.rand())
@@ -229,7 +335,125 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 	if h.down {
 		h.next = now.Add(d.hostBackoff(now, h))
 	}
+	if limited {
+		h.book(now)
+	}
 	return v
+}
+
+// returning decides a driver's setup to a returning host h (limited, not known down); one
+// allowed here is booked (book) only if the caller's other rules allow it too: a dial refused
+// later (no budget) sets nothing up, and no SetupDone would end it.
+func (h *gateHost) returning(now time.Time) Verdict {
+	if now.Before(h.pause) {
+		return VerdictSlowDown
+	}
+	if now.Sub(h.lastSet) >= setupPatience {
+		h.setups = 0
+	}
+	if h.setups >= h.limit {
+		return VerdictSetupLimit
+	}
+	return VerdictPass
+}
+
+// book counts a setup admitted to a returning host, in flight from now.
+func (h *gateHost) book(now time.Time) {
+	h.setups++
+	h.lastSet = now
+}
+
+// oursReturning decides a dial of ours, while down, to h, a returning host: the data path
+// first. Ours waits while the host's pause runs (VerdictSlowDown), and while the driver's
+// first setup since the host came back is in flight (VerdictSetupLimit): a client's first
+// login to a returning host is its serving connection, and ours follows it (SetupDone then
+// returns when to re-arm ours). Ours takes no setup slot; a host the driver is not setting
+// up does not hold it.
+func (h *gateHost) oursReturning(now time.Time) Verdict {
+	switch {
+	case now.Before(h.pause):
+		h.waiting = true
+		return VerdictSlowDown
+	case !h.served && h.setups > 0 && now.Sub(h.lastSet) < setupPatience:
+		h.waiting = true
+		return VerdictSetupLimit
+	}
+	return VerdictPass
+}
+
+// startReturn limits h, a host coming back (a dial connected after it was known down, or
+// its UP announcement), to one setup in flight, inflight of which are running already.
+func (h *gateHost) startReturn(now time.Time, inflight int) {
+	h.limit, h.setups, h.lastSet, h.served, h.waiting = 1, inflight, now, false, false
+}
+
+// PauseUntil returns the end of addr's slow-down pause (zero or past: none).
+func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
+	if h := d.hosts[addr]; h != nil {
+		return h.pause
+	}
+	return time.Time{}
+}
+
+// SetupDone records how a connection setup to addr ended, took after it started, for the
+// return (the driver's setups to a host, not ours). A host that came back (its dial
+// connected after it was known down, or it was announced UP) admits one setup in flight,
+// one more per setup ready within SlowSetup, and opens at OpenLimit: a client's setups to a
+// returning host are one after another, not all at once. A slow-down signal (a setup ready
+// after SlowSetup, or SetupBusy) halves the limit (at least 1, engaging it on an open host),
+// doubles the pause range (from 100 ms, at least twice the setup's time, at most
+// MaxInterval) and pauses the host's setups for a uniform random part of it (full jitter),
+// so that a fleet's clients spread their setups as the server slows, with no coordinator.
+//
+// rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
+// path first), may dial it: now once the driver's setup ended ready or failed, the pause's
+// end after a slow-down signal; zero when ours was not waiting.
+func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
+	h := d.hosts[addr]
+	if h == nil && outcome == SetupBusy {
+		h = d.host(addr)
+	}
+	if h != nil && h.setups > 0 {
+		h.setups--
+	}
+	if h == nil {
+		return time.Time{}
+	}
+	switch {
+	case outcome == SetupFailed:
+	case outcome == SetupOK && took < SlowSetup:
+		h.served = true
+		if h.limit > 0 {
+			if h.limit++; h.limit >= OpenLimit {
+				h.limit, h.setups, h.window = 0, 0, 0
+			}
+		}
+	default:
+		h.served = h.served || outcome == SetupOK
+		if h.limit == 0 {
+			h.limit = OpenLimit / 2
+		} else {
+			h.limit = max(1, h.limit/2)
+		}
+		h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window, 2*took))
+		h.pause = now.Add(time.Duration(float64(h.window) * d.rand()))
+	}
+	if !h.waiting || (!h.served && h.setups > 0) {
+		return time.Time{} // ours is not waiting, or still waits for the driver's first setup
+	}
+	h.waiting = false
+	if h.pause.After(now) {
+		return h.pause
+	}
+	return now
+}
+
+// Limit returns addr's setup limit (0: open) and its setups in flight.
+func (d *DialGate) Limit(addr netip.AddrPort) (limit, inflight int) {
+	if h := d.hosts[addr]; h != nil {
+		return h.limit, h.setups
+	}
+	return 0, 0
 }
 
 // AdmitOwn decides a dial of our own connection. While it is up, ours dials only to probe
@@ -242,7 +466,7 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 // down, ours is one more client of the budget (Admit).
 func (d *DialGate) AdmitOwn(now time.Time, addr netip.AddrPort) Verdict {
 	if !d.connUp {
-		return d.Admit(now, addr)
+		return d.admit(now, addr, true)
 	}
 	h := d.hosts[addr]
 	switch {
@@ -309,6 +533,7 @@ func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 	d.ConnDown(now)
 	d.reachable, d.presumed = true, true
 	h := d.host(addr)
+	h.forgetSetups()
 	h.suspect = true // even if a dial failed first: gocql may notice the loss before we do
 	if !h.down {
 		h.down = true
@@ -322,9 +547,18 @@ func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 // host. It reports whether the dial is evidence that the cluster is back: it connected while
 // our connection is down and the cluster unreachable as far as the gate knew.
 func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (evidence bool) {
+	return d.done(now, addr, ok, failed, 1)
+}
+
+// done is Done; setups is the number of setups the dial leaves in flight when it returns a
+// host (1 for the driver's, whose setup goes on and whose end SetupDone records; 0 for ours).
+func (d *DialGate) done(now time.Time, addr netip.AddrPort, ok, failed bool, setups int) (evidence bool) {
 	h := d.host(addr)
 	switch {
 	case ok:
+		if h.down {
+			h.startReturn(now, setups)
+		}
 		h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 		// Evidence only while the cluster is unreachable as far as we know: once it is
 		// reachable (presumed after Lost, or proven by a dial, ours' own included) every host
@@ -338,6 +572,7 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 		h.failures++
 		h.verify = false
 		h.accepted = 0
+		h.forgetSetups()
 		next := now.Add(d.hostBackoff(now, h))
 		if !h.down || next.After(h.next) {
 			h.next = next
@@ -353,7 +588,7 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, ok, failed bool) (ev
 func (d *DialGate) DoneOwn(now time.Time, addr netip.AddrPort, ok, failed bool) {
 	switch {
 	case ok:
-		d.Done(now, addr, true, false)
+		d.done(now, addr, true, false, 0)
 	case failed:
 		if h := d.hosts[addr]; h != nil {
 			d.failedPresumption(h)

@@ -38,13 +38,18 @@ func newGate(t *testing.T) *DialGate {
 	return New(testConfig, func() float64 { return 0.5 })
 }
 
-// dial is one whole dial through the gate: admitted, then done with the given outcome.
+// dial is one whole dial through the gate: admitted, then done with the given outcome, and
+// a connection's setup ready at once (SetupDone, as the driver's connect observer reports).
 func dial(gate *DialGate, now time.Time, addr netip.AddrPort, ok bool) (Verdict, bool) {
 	v := gate.Admit(now, addr)
 	if !v.Allowed() {
 		return v, false
 	}
-	return v, gate.Done(now, addr, ok, !ok)
+	evidence := gate.Done(now, addr, ok, !ok)
+	if ok {
+		gate.SetupDone(now, addr, 0, SetupOK)
+	}
+	return v, evidence
 }
 
 // While our connection is up, a host believed up or unknown passes untouched, any number of
@@ -315,6 +320,7 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA), "that failed: MaxInterval to the next")
 	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(2*time.Second), hostA), "a probe is a dial: not within the host's backoff")
 	gate.Done(back.Add(2*time.Second), hostA, true, false) // gocql's pool connected (an UP)
+	gate.SetupDone(back.Add(2*time.Second), hostA, 0, SetupOK)
 	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "connected: open for gocql")
 }
 
@@ -353,6 +359,7 @@ func TestDialGateLostHost(t *testing.T) {
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA))
 	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostA))
 	gate.Done(at(time.Second), hostA, true, false)
+	gate.SetupDone(at(time.Second), hostA, 0, SetupOK)
 	gate.ConnUp(at(2 * time.Second))
 	assert.Equal(t, VerdictPass, gate.Admit(at(2*time.Second), hostA), "it accepted a dial: not suspect any more")
 }
@@ -532,4 +539,228 @@ func TestDialGateProvenReachableKnownDownOnOwnBackoff(t *testing.T) {
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostC))
 	assert.Equal(t, VerdictHostSlot, gate.Admit(at(time.Second), hostC), "its own backoff is due: a slot, not the budget")
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC), "one per backoff")
+}
+
+// A partial outage: our connection was lost with two of three hosts, and the driver redials
+// those two every 100 ms (its governed tick), while ours, on its slower blind schedule, asks
+// for the third, which nothing says is down. Ours gets the budget's next slot: a slot for
+// which ours was refused is held for it (up to MinInterval past its opening), so the driver's
+// tick cannot take them all. Without the hold, ours was refused for 10 s and more (cmd's
+// watch test, with the governor on by default).
+func TestDialGateBudgetSlotHeldForOurs(t *testing.T) {
+	gate := newGate(t)
+	gate.Lost(t0, hostA)
+	_, _ = dial(gate, t0, hostB, false) // ends the presumption: the budget applies
+	require.True(t, gate.BudgetApplies())
+	oursAt := []time.Duration{1000 * time.Millisecond, 2100 * time.Millisecond, 3300 * time.Millisecond, 4600 * time.Millisecond}
+	var oursGot time.Duration
+	driverReal := 0
+	for tick := 100 * time.Millisecond; tick <= 6*time.Second && oursGot == 0; tick += 100 * time.Millisecond {
+		for _, h := range []netip.AddrPort{hostA, hostB} {
+			if v, _ := dial(gate, at(tick), h, false); v.Allowed() {
+				driverReal++
+			}
+		}
+		for _, o := range oursAt {
+			if o == tick {
+				if v := gate.AdmitOwn(at(tick), hostC); v.Allowed() {
+					require.Equal(t, VerdictBudget, v)
+					oursGot = tick
+				}
+			}
+		}
+	}
+	require.NotZero(t, oursGot, "ours never got a budget slot")
+	assert.LessOrEqual(t, oursGot, 2100*time.Millisecond, "ours gets the slot after the one it was refused for")
+	assert.Positive(t, driverReal, "the driver still gets slots")
+}
+
+// returned makes hostA known down (a failed dial while our connection is up), then lets its
+// next real dial connect at now: the host is returning, with that dial's setup in flight.
+func returned(t *testing.T, gate *DialGate, now time.Time) {
+	t.Helper()
+	_, _ = dial(gate, t0, hostA, false)
+	v := gate.Admit(now, hostA)
+	require.True(t, v.Allowed(), "the host's slot: %v", v)
+	gate.Done(now, hostA, true, false)
+	limit, inflight := gate.Limit(hostA)
+	require.Equal(t, 1, limit, "a returning host admits one setup in flight")
+	require.Equal(t, 1, inflight)
+}
+
+// The return: a host back after being known down admits one setup in flight; each setup
+// ready within SlowSetup admits one more, and the host opens (no limit, the hot path) at
+// OpenLimit. Never a second setup while one is still authenticating, until it is fast.
+func TestDialGateReturnSlowStart(t *testing.T) {
+	gate := newGate(t)
+	now := at(5 * time.Second)
+	returned(t, gate, now)
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "a second setup while the first authenticates")
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostB), "other hosts are not limited")
+	gate.SetupDone(now.Add(50*time.Millisecond), hostA, 50*time.Millisecond, SetupOK)
+	limit, _ := gate.Limit(hostA)
+	require.Equal(t, 2, limit, "one more per fast setup")
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
+	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "two in flight at limit 2")
+	gate.SetupDone(now, hostA, 50*time.Millisecond, SetupOK)
+	limit, _ = gate.Limit(hostA)
+	require.Equal(t, 3, limit)
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
+	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "three in flight at limit 3")
+	gate.SetupDone(now, hostA, 50*time.Millisecond, SetupOK) // limit 4 = OpenLimit: open
+	limit, inflight := gate.Limit(hostA)
+	assert.Zero(t, limit, "open")
+	assert.Zero(t, inflight)
+	for range 10 {
+		require.Equal(t, VerdictPass, gate.Admit(now, hostA))
+	}
+}
+
+// A slow-down signal (a timeout, Overloaded, a setup ready after SlowSetup) halves the limit
+// and pauses the host's setups for a random part of a window that doubles per signal (at
+// least twice the slow setup's time), capped at MaxInterval; an open host is limited again.
+// Failures of other kinds (refused) are Done's to judge and change no limit.
+func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
+	u := 0.5
+	gate := New(testConfig, func() float64 { return u })
+	now := at(5 * time.Second)
+	returned(t, gate, now)
+	gate.SetupDone(now, hostA, 11*time.Second, SetupBusy) // a startup timeout
+	limit, inflight := gate.Limit(hostA)
+	assert.Equal(t, 1, limit)
+	assert.Zero(t, inflight)
+	// The window is 2 × 11 s = 22 s; u = 0.5 pauses 11 s.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(10*time.Second), hostA))
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(11*time.Second), hostA))
+	gate.SetupDone(now.Add(12*time.Second), hostA, 2*time.Second, SetupOK) // slow: a signal too
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(12*time.Second+14*time.Second), hostA), "window 30 s (capped), paused 15 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(12*time.Second+15*time.Second), hostA))
+
+	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
+	gate.SetupDone(now, hostB, 30*time.Millisecond, SetupBusy)
+	limit, _ = gate.Limit(hostB)
+	assert.Equal(t, OpenLimit/2, limit)
+	// A refused setup changes no limit.
+	gate.SetupDone(now, hostC, 0, SetupFailed)
+	limit, _ = gate.Limit(hostC)
+	assert.Zero(t, limit)
+}
+
+// Setups no SetupDone ended (a driver whose connect observer was replaced) are forgotten after
+// setupPatience: a host is never closed for good by a lost observation.
+func TestDialGateReturnForgetsLostSetups(t *testing.T) {
+	gate := newGate(t)
+	now := at(5 * time.Second)
+	returned(t, gate, now)
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now.Add(setupPatience-time.Millisecond), hostA))
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(setupPatience), hostA))
+}
+
+// A host marked down while a setup to it was in flight (it stopped mid-setup: the setup may
+// hang until the driver's timeout) holds nothing when it comes back: HostDown, a failed dial
+// and Lost forget its setups in flight, and its return starts with none. Checked to fail with
+// the setups kept (the returning host refused its first setup for setupPatience, 21 s).
+func TestDialGateReturnForgetsSetupsOfAHostThatWentDown(t *testing.T) {
+	for _, down := range []struct {
+		name string
+		mark func(gate *DialGate, now time.Time)
+	}{
+		{"announced down", func(gate *DialGate, now time.Time) { gate.HostDown(now, hostA) }},
+		{"a failed dial", func(gate *DialGate, now time.Time) {
+			gate.Done(now.Add(time.Second), hostA, false, true) // a dial admitted earlier
+		}},
+		{"lost", func(gate *DialGate, now time.Time) { gate.Lost(now, hostA) }},
+	} {
+		t.Run(down.name, func(t *testing.T) {
+			gate := newGate(t)
+			now := at(5 * time.Second)
+			returned(t, gate, now) // one setup in flight, never ended
+			down.mark(gate, now)
+			_, inflight := gate.Limit(hostA)
+			require.Zero(t, inflight, "known down: its setups in flight are forgotten")
+			back := now.Add(3 * time.Second)
+			gate.HostUp(hostA)
+			assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "back: its first setup at once")
+			assert.Equal(t, VerdictSetupLimit, gate.Admit(back, hostA), "and one at a time")
+		})
+	}
+}
+
+// oursDownReturning makes hostA known down while our connection is down, then lets a driver
+// dial to it connect at now (that dial's setup in flight), and returns the gate.
+func oursDownReturning(t *testing.T, u *float64) *DialGate {
+	t.Helper()
+	gate := New(testConfig, func() float64 { return *u })
+	gate.ConnDown(t0)
+	v, _ := dial(gate, t0, hostA, false)
+	require.Equal(t, VerdictBudget, v)
+	now := at(5 * time.Second)
+	v = gate.Admit(now, hostA)
+	require.True(t, v.Allowed(), "%v", v)
+	require.True(t, gate.Done(now, hostA, true, false), "evidence")
+	return gate
+}
+
+// The data path first: while ours is down, its dial to a returning host waits for the
+// driver's first setup there (a client's first login to a node that comes back is its serving
+// connection), then goes; SetupDone says when (now once that setup is ready, the pause's end
+// after a slow-down signal). Ours does not wait for a host the driver is not setting up, and
+// takes no setup slot. Checked to fail with ours passing at once (the earlier rule: "ours and
+// a session's first connection are not limited").
+func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
+	u := 0.5
+	now := at(5 * time.Second)
+
+	gate := oursDownReturning(t, &u)
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA), "the driver's first setup is in flight")
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now.Add(time.Second), hostA))
+	ready := now.Add(80 * time.Millisecond)
+	assert.Equal(t, ready, gate.SetupDone(ready, hostA, 80*time.Millisecond, SetupOK), "ready: ours may go now")
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(ready, hostA), "the host accepted a dial in this outage")
+	assert.True(t, gate.SetupDone(ready, hostA, 50*time.Millisecond, SetupOK).IsZero(), "ours was not waiting")
+	v := gate.Admit(ready, hostA)
+	assert.True(t, v.Allowed(), "ours took no slot: %v", v)
+
+	// A slow-down signal: ours waits for the pause too.
+	gate = oursDownReturning(t, &u)
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA))
+	busy := now.Add(11 * time.Second)
+	pauseEnd := busy.Add(11 * time.Second) // window 2 × 11 s, u = 0.5
+	assert.Equal(t, pauseEnd, gate.SetupDone(busy, hostA, 11*time.Second, SetupBusy), "re-arm at the pause's end")
+	assert.Equal(t, pauseEnd, gate.PauseUntil(hostA))
+	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(pauseEnd.Add(-time.Millisecond), hostA))
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(pauseEnd, hostA), "no setup of the driver's in flight: ours goes")
+
+	// The driver not setting the host up: ours does not wait.
+	gate = oursDownReturning(t, &u)
+	gate.SetupDone(now, hostA, 0, SetupFailed)
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(now, hostA))
+}
+
+// A setup the budget refuses books nothing at a returning host: no SetupDone would end it, and
+// it held the host's next setups for setupPatience (a governed process's data path 11 s late
+// in make real's cqlsim lane, its pool dials refused setup_limit with no setup in flight).
+// Checked to fail with the booking made before the budget's rules.
+func TestDialGateReturnRefusedSetupBooksNothing(t *testing.T) {
+	gate := newGate(t)
+	now := at(5 * time.Second)
+	returned(t, gate, now) // hostA returning, our connection up
+	gate.SetupDone(now, hostA, 0, SetupOK)
+	limit, inflight := gate.Limit(hostA)
+	require.Equal(t, 2, limit)
+	require.Zero(t, inflight)
+	down := now.Add(time.Second)
+	gate.ConnDown(down) // a full outage: the budget applies
+	v, _ := dial(gate, down, hostB, false)
+	require.Equal(t, VerdictBudget, v, "hostB takes the budget's first dial")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(down, hostA))
+	assert.Equal(t, VerdictNoBudget, gate.Admit(down, hostA))
+	_, inflight = gate.Limit(hostA)
+	assert.Zero(t, inflight, "refused dials set nothing up")
+	next := gate.NextReal()
+	assert.Equal(t, VerdictBudget, gate.Admit(next, hostA), "the budget's next dial")
+	_, inflight = gate.Limit(hostA)
+	assert.Equal(t, 1, inflight)
 }

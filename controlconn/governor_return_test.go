@@ -1,0 +1,83 @@
+package controlconn
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The data path first, through the governor (virtual time): while ours is down, its dial to a
+// returning host waits for the driver's first setup there, and the governor re-arms ours when
+// that setup ends (at once when it is ready; at the pause's end after a startup timeout), by
+// the members' evidence sinks, which ours dials the host from at once. Checked to fail with
+// the governor ignoring SetupDone's re-arm time (ours was never re-armed: it waited for its
+// own blind schedule).
+func TestGovernorReturnOursAfterTheDataPath(t *testing.T) {
+	addr := netip.MustParseAddrPort("127.0.0.1:9042")
+	for _, tc := range []struct {
+		name    string
+		took    time.Duration
+		err     error
+		rearmIn time.Duration // after the setup ended
+	}{
+		{"ready", 80 * time.Millisecond, nil, 0},
+		// window 2 × 11 s = 22 s, uniform draw 0.5: the pause ends 11 s after the timeout
+		{"startup timeout", 11 * time.Second, errors.New("gocql: no response to connection startup within timeout"), 11 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
+				require.NoError(t, err)
+				var mu sync.Mutex
+				var rearmed []time.Time
+				m := g.join(func(a string) {
+					mu.Lock()
+					defer mu.Unlock()
+					assert.Equal(t, addr.String(), a)
+					rearmed = append(rearmed, time.Now())
+				}, nil)
+				defer m.Close()
+				m.ConnDown()
+				ctx := context.Background()
+				driver := &driverGate{g: g}
+
+				// The node is down, then its next real dial connects: the host returns, the
+				// driver's setup in flight. That connection is evidence (one re-arm).
+				_, err = driver.Admit(ctx, addr)
+				require.NoError(t, err)
+				driver.Done(ctx, addr, false, errRefusedSim)
+				time.Sleep(2 * time.Second)
+				_, err = driver.Admit(ctx, addr)
+				require.NoError(t, err)
+				driver.Done(ctx, addr, false, nil)
+				synctest.Wait()
+				mu.Lock()
+				require.Len(t, rearmed, 1, "the driver's connection is evidence")
+				mu.Unlock()
+
+				_, err = g.admit(ctx, addr, true, 0)
+				require.ErrorIs(t, err, ErrGoverned, "ours waits for the driver's first setup")
+				assert.Contains(t, err.Error(), "setup_limit")
+
+				time.Sleep(tc.took)
+				ended := time.Now()
+				driver.SetupDone(addr, tc.took, tc.err)
+				time.Sleep(tc.rearmIn + time.Millisecond)
+				synctest.Wait()
+				mu.Lock()
+				require.Len(t, rearmed, 2, "ours re-armed")
+				assert.Equal(t, tc.rearmIn, rearmed[1].Sub(ended), "when the host takes it")
+				mu.Unlock()
+				_, err = g.admit(ctx, addr, true, 0)
+				assert.NoError(t, err, "ours dials the host it was re-armed for")
+			})
+		})
+	}
+}
