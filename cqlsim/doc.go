@@ -36,7 +36,7 @@
 //	EventAccepted EventAnnounced EventBlackhole EventBlackholeEnd EventClosed EventFlap EventKind
 //	EventMute EventNodeAdded EventNodeDown EventNodeKilled EventNodeRemoved EventNodeStarting
 //	EventNodeUp EventPeerDown EventPeerUp EventSchemaChanged EventStartFailed
-//	Node: Addr Blackhole Conns DC Flap HostID IP Index Kill Mute Push Rack Requests ServeConn
+//	Node: Addr Blackhole Conns DC Flap HostID IP Index Kill Known Mute Push Rack Requests ServeConn
 //		SetIdleTimeout SetSlowStart Start State Stop Tokens Up
 //	NodeState
 //	Peer: Addr DC HostID Rack Reachable Tokens Up

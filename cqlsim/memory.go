@@ -35,7 +35,7 @@ func StartInMemory(cfg Config) (*Cluster, error) {
 }
 
 // DialContext connects to the node listening at addr ("ip:port"), as gocql.Dialer and
-// controlconn.ConnConfig.Dialer do. In memory it is the only way in: an address no node listens
+// cqlconn.ConnConfig.Dialer do. In memory it is the only way in: an address no node listens
 // on is refused as a closed port refuses. On sockets it is a plain TCP dial. Either way the
 // address is recorded (Dials).
 func (c *Cluster) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -142,6 +142,15 @@ func (n *Node) State() NodeState {
 // Up reports whether the CQL port is accepting and answering.
 func (n *Node) Up() bool { return n.State() == StateUp }
 
+// Known reports whether gossip knows n, so that the other nodes list it in system.peers. A
+// founding node is known from the start; an added node once its join has been gossiped
+// (GossipDelay after its port opened). One added and stopped before that is in no other node's
+// view, and no client can learn of it until it starts again.
+func (n *Node) Known() bool {
+	view := n.c.gossip.view()
+	return n.index < len(view) && view[n.index].known
+}
+
 func (n *Node) blackholed() bool { return n.State() == StateBlackholed }
 
 func (n *Node) gate() <-chan struct{} {

@@ -131,7 +131,7 @@ func encCollection(elems [][]byte) []byte {
 	return out
 }
 
-// encTextSet encodes set<text> (sorted, as Cassandra stores sets) or list<text> when sorted is false.
+// encTextList encodes set<text> (sorted, as Cassandra stores sets) or list<text> when sorted is false.
 func encTextList(vals []string, sorted bool) []byte {
 	if sorted {
 		vals = append([]string(nil), vals...)

@@ -87,18 +87,19 @@ func (c *ctrProvider) ReadyAt(i int) time.Time {
 	return c.readyAt[i]
 }
 
-// startCtrProvider starts n node containers as a Provider (skipping without a Docker engine).
-func startCtrProvider(ctx context.Context, t *testing.T, n int) *ctrProvider {
+// startCtrProvider starts n node containers bound to first, first+1, ... on the host's network
+// as a Provider (skipping without a Docker engine).
+func startCtrProvider(ctx context.Context, t *testing.T, first string, n int) *ctrProvider {
 	t.Helper()
 	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
 		t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true") // the reaper's image cannot be pulled without a registry
 	}
 	docker := ctrDocker(ctx, t)
 	img := ctrNodeImage(ctx, t, docker)
-	nw, ips := ctrNetwork(ctx, t, n)
+	ips := ctrAddrs(first, n)
 	p := &ctrProvider{docker: docker, img: img, ips: ips, readyAt: make([]time.Time, n)}
 	for _, ip := range ips {
-		p.nodes = append(p.nodes, ctrStartNode(ctx, t, img, nw, ip, ips))
+		p.nodes = append(p.nodes, ctrStartNode(ctx, t, img, ip, ips))
 	}
 	now := time.Now()
 	for i := range p.readyAt {
@@ -113,7 +114,7 @@ func startCtrProvider(ctx context.Context, t *testing.T, n int) *ctrProvider {
 func TestContainerProviderVerbs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	p := startCtrProvider(ctx, t, 3)
+	p := startCtrProvider(ctx, t, "127.0.0.127", 3)
 	down, err := realcluster.FullRestart(ctx, p, 2*time.Second, false)
 	require.NoError(t, err)
 	first := realcluster.FirstReady(p, down)

@@ -16,15 +16,14 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 	tclog "github.com/testcontainers/testcontainers-go/log"
-	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
+	"github.com/cqlcontrol/cqlcontrol/realcluster/containers"
 )
 
 // ctrImageEnv names a real image to run instead of the simulator's, for users who have a registry. It must
@@ -35,8 +34,8 @@ const ctrImageEnv = "CQLCONTROL_TEST_IMAGE"
 const ctrCQLPort = "9042"
 
 // TestContainerClusterRestart is the container smoke test: three node containers of the project's image
-// (the Dockerfile, built here FROM scratch) on a network the test creates, with fixed addresses so that
-// each node is given the same static peer list. A gocql session that knows only the first node discovers
+// (the Dockerfile, built here FROM scratch) on host networking, each bound to a loopback address of its
+// own (127.0.0.121-123), so that each node is given the same static peer list. A gocql session that knows only the first node discovers
 // all three and reaches each of them; then all three containers are stopped (SIGTERM) and started again,
 // and the session reaches all three again.
 func TestContainerClusterRestart(t *testing.T) {
@@ -54,10 +53,10 @@ func TestContainerClusterRestart(t *testing.T) {
 	provider := ctrDocker(ctx, t)
 	img := ctrNodeImage(ctx, t, provider)
 	lap("image " + img.ref + " ready")
-	nw, ips := ctrNetwork(ctx, t, 3)
+	ips := ctrAddrs("127.0.0.121", 3)
 	nodes := make([]testcontainers.Container, len(ips))
 	for i, ip := range ips {
-		nodes[i] = ctrStartNode(ctx, t, img, nw, ip, ips)
+		nodes[i] = ctrStartNode(ctx, t, img, ip, ips)
 	}
 	lap("3 node containers started")
 
@@ -107,16 +106,26 @@ func TestContainerClusterRestart(t *testing.T) {
 	}
 }
 
+// ctrUnavailable skips the test, or fails it when containers.EnvRequired is set (make
+// containers sets it): a run that is meant to exercise the containers cannot pass without.
+func ctrUnavailable(t *testing.T, format string, a ...any) {
+	t.Helper()
+	if os.Getenv(containers.EnvRequired) != "" {
+		t.Fatalf(format+" (%s is set: the container suite must run)", append(a, containers.EnvRequired)...)
+	}
+	t.Skipf(format, a...)
+}
+
 // ctrDocker returns a Docker provider, skipping the test when no Docker engine is reachable.
 func ctrDocker(ctx context.Context, t *testing.T) *testcontainers.DockerProvider {
 	t.Helper()
 	p, err := testcontainers.NewDockerProvider(testcontainers.WithLogger(tclog.TestLogger(t)))
 	if err != nil {
-		t.Skipf("Docker engine not reachable, container test skipped: %v", err)
+		ctrUnavailable(t, "Docker engine not reachable, container test skipped: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	if err := p.Health(ctx); err != nil {
-		t.Skipf("Docker engine not reachable, container test skipped: %v", err)
+		ctrUnavailable(t, "Docker engine not reachable, container test skipped: %v", err)
 	}
 	return p
 }
@@ -124,10 +133,10 @@ func ctrDocker(ctx context.Context, t *testing.T) *testcontainers.DockerProvider
 // ctrImage is the node image and how to run it.
 type ctrImage struct {
 	ref      string
-	args     func(ip string, ips []string) []string
-	derived  bool          // host IDs are cqlsim.StaticIdentity's
-	start    time.Duration // how long a node may take to open its CQL port
-	converge time.Duration // how long the session may take to reach every node
+	args     func(ip string, ips []string) []string // the node at ip binds ip only (host networking)
+	derived  bool                                   // host IDs are cqlsim.StaticIdentity's
+	start    time.Duration                          // how long a node may take to open its CQL port
+	converge time.Duration                          // how long the session may take to reach every node
 }
 
 // ctrNodeImage builds the project's image, or takes the real one ctrImageEnv names.
@@ -136,8 +145,9 @@ func ctrNodeImage(ctx context.Context, t *testing.T, p *testcontainers.DockerPro
 	if ref := os.Getenv(ctrImageEnv); ref != "" {
 		return ctrImage{
 			ref: ref,
-			args: func(_ string, ips []string) []string {
-				return []string{"--seeds=" + ips[0], "--smp", "1", "--memory", "750M", "--overprovisioned", "1", "--developer-mode", "1"}
+			args: func(ip string, ips []string) []string {
+				return []string{"--listen-address", ip, "--rpc-address", ip, "--seeds=" + ips[0],
+					"--smp", "1", "--memory", "750M", "--overprovisioned", "1", "--developer-mode", "1"}
 			},
 			start:    3 * time.Minute,
 			converge: 2 * time.Minute,
@@ -174,8 +184,11 @@ func ctrNodeImage(ctx context.Context, t *testing.T, p *testcontainers.DockerPro
 	})
 	return ctrImage{
 		ref: ref,
-		args: func(_ string, ips []string) []string {
-			return []string{"--peers", strings.Join(ips, ",")}
+		// The image's entrypoint binds 0.0.0.0 (for a network of its own, docker-compose.yml); on
+		// the host's network the node binds its own address only, and the control API is off.
+		// A flag given again overrides the entrypoint's.
+		args: func(ip string, ips []string) []string {
+			return []string{"--listen", ip, "--control", "", "--peers", strings.Join(ips, ",")}
 		},
 		derived:  true,
 		start:    30 * time.Second,
@@ -183,55 +196,22 @@ func ctrNodeImage(ctx context.Context, t *testing.T, p *testcontainers.DockerPro
 	}
 }
 
-// ctrNetwork creates a bridge network with a subnet of its own, so that containers keep fixed addresses
-// across restarts, and returns the n node addresses in it. Docker refuses a subnet that overlaps one of its
-// networks, so a few random ones are tried.
-func ctrNetwork(ctx context.Context, t *testing.T, n int) (*testcontainers.DockerNetwork, []string) {
-	t.Helper()
-	var lastErr error
-	for range 10 {
-		base := netip.AddrFrom4([4]byte{172, byte(24 + rand.IntN(8)), byte(rand.IntN(256)), 0})
-		nw, err := tcnetwork.New(ctx, tcnetwork.WithIPAM(&network.IPAM{
-			Config: []network.IPAMConfig{{Subnet: netip.PrefixFrom(base, 24)}},
-		}))
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		testcontainers.CleanupNetwork(t, nw)
-		ips := make([]string, n)
-		for i := range ips {
-			b := base.As4()
-			b[3] = byte(11 + i)
-			ips[i] = netip.AddrFrom4(b).String()
-		}
-		return nw, ips
+// ctrAddrs returns n consecutive loopback addresses from first, one per node container.
+func ctrAddrs(first string, n int) []string {
+	a := netip.MustParseAddr(first)
+	ips := make([]string, n)
+	for i := range ips {
+		ips[i] = a.String()
+		a = a.Next()
 	}
-	t.Fatalf("no free subnet for the test network: %v", lastErr)
-	return nil, nil
+	return ips
 }
 
-// ctrStartNode starts one node container at ip and waits until its CQL port accepts.
-func ctrStartNode(ctx context.Context, t *testing.T, img ctrImage, nw *testcontainers.DockerNetwork, ip string, ips []string) testcontainers.Container {
+// ctrStartNode starts one node container bound to ip on the host's network and waits until its
+// CQL port accepts.
+func ctrStartNode(ctx context.Context, t *testing.T, img ctrImage, ip string, ips []string) testcontainers.Container {
 	t.Helper()
-	addr := netip.MustParseAddr(ip)
-	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
-		ContainerRequest: testcontainers.ContainerRequest{
-			Image:    img.ref,
-			Cmd:      img.args(ip, ips),
-			Networks: []string{nw.Name},
-			EndpointSettingsModifier: func(eps map[string]*network.EndpointSettings) {
-				if eps[nw.Name] == nil {
-					eps[nw.Name] = &network.EndpointSettings{}
-				}
-				eps[nw.Name].IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: addr}
-			},
-		},
-		Started: true,
-		Logger:  tclog.TestLogger(t),
-	})
-	testcontainers.CleanupContainer(t, c)
-	require.NoError(t, err, "starting the node at %s", ip)
+	c := ctrStart(ctx, t, ctrRequest(img.ref, img.args(ip, ips)), "the node at "+ip)
 	ctrAwaitPort(ctx, t, ip, img.start)
 	return c
 }

@@ -82,8 +82,8 @@ func startProcess(t *testing.T, sim *cqlsim.Cluster, governed bool, contacts ...
 	cluster.Dialer = p.dials
 	cluster.PoolConfig.HostSelectionPolicy = clientprobe.NewHostPin(gocql.RoundRobinHostPolicy())
 	opts := []controlconn.Option{controlconn.WithObserver(controlconn.Observer{DialStarted: p.attempt.DialStarted})}
-	if governed {
-		opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{}))
+	if !governed {
+		opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{Off: true})) // governed is the default
 	}
 	var err error
 	p.cc, err = controlconn.New(cluster, controlconn.Cadence{StableAfter: restartStableAfter}, opts...)

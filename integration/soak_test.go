@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -48,40 +47,6 @@ func settleTo(t *testing.T, sim *cqlsim.Cluster, cc *controlconn.ControlConnecti
 	}
 }
 
-// soakResources is what must not grow over a soak.
-type soakResources struct{ goroutines, fds int }
-
-func (r soakResources) String() string {
-	return fmt.Sprintf("%d goroutines, %d fds", r.goroutines, r.fds)
-}
-
-func measure(t *testing.T) soakResources {
-	t.Helper()
-	entries, err := os.ReadDir("/proc/self/fd")
-	fds := -1
-	if err == nil {
-		fds = len(entries)
-	}
-	return soakResources{goroutines: runtime.NumGoroutine(), fds: fds}
-}
-
-// backToBaseline waits (bounded) until goroutines and fds are at most base plus slack: gocql's
-// pools and our probes come and go, a leak only grows.
-func backToBaseline(t *testing.T, base soakResources, slack int, within time.Duration) soakResources {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		now := measure(t)
-		if now.goroutines <= base.goroutines+slack && now.fds <= base.fds+slack {
-			return now
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not back to baseline (%v, slack %d) within %v: %v", base, slack, within, now)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestSoakRestarts restarts the whole cluster over and over with short outages, a gocql
 // session attached: after each restart the control connection is back and its snapshot is the
 // truth, and goroutines and file descriptors come back to their baseline.
@@ -91,7 +56,7 @@ func TestSoakRestarts(t *testing.T) {
 	cluster := gocqlCluster(sim)
 	cc, _ := attachSession(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter}, 10*time.Second)
 	settleTo(t, sim, cc, 10*time.Second, "start")
-	base := measure(t)
+	base := realtime.Measure()
 
 	var back realtime.Latencies
 	peak := base
@@ -105,10 +70,10 @@ func TestSoakRestarts(t *testing.T) {
 		connectedAt, _ := connectedAfter(t, cc, up.At, 30*time.Second)
 		back = append(back, connectedAt.Sub(up.At))
 		settleTo(t, sim, cc, 10*time.Second, fmt.Sprintf("restart %d", i+1))
-		now := measure(t)
-		peak.goroutines, peak.fds = max(peak.goroutines, now.goroutines), max(peak.fds, now.fds)
+		now := realtime.Measure()
+		peak.Goroutines, peak.FDs, peak.Heap = max(peak.Goroutines, now.Goroutines), max(peak.FDs, now.FDs), max(peak.Heap, now.Heap)
 	}
-	end := backToBaseline(t, base, 10, 15*time.Second)
+	end := realtime.BackToBaseline(t, base, realtime.Growth{Slack: 10}, 15*time.Second)
 	t.Logf("FIGURE soak: %d full restarts (200-500 ms outages, gocql attached): back %v after the first node_up; snapshot == truth after each; baseline %v, peak %v, end %v",
 		restarts, back, base, peak, end)
 }

@@ -37,11 +37,14 @@ type hostTruth struct {
 	Up       bool
 }
 
-// simTruth is the simulator's membership and each member's actual state: up means its CQL
-// port accepts and answers.
+// simTruth is the simulator's membership as gossip knows it (what system.peers lists) and each
+// member's actual state: up means its CQL port accepts and answers.
 func simTruth(sim *cqlsim.Cluster) map[string]hostTruth {
 	out := map[string]hostTruth{}
 	for _, n := range sim.Nodes() {
+		if !n.Known() {
+			continue // added and stopped before its join was gossiped: no node lists it
+		}
 		tokens := n.Tokens()
 		slices.Sort(tokens)
 		out[n.HostID()] = hostTruth{DC: n.DC(), Rack: n.Rack(), Tokens: tokens, Up: n.Up()}

@@ -153,94 +153,98 @@ func settled(t *testing.T, p realcluster.Provider, pr *process, begin time.Time,
 	}
 }
 
-// One node paused (SIGSTOP) for 40 s: half-open, its sockets accept and nothing answers. The
-// node paused is the one the governed process's control connection uses (heartbeat every
-// 10 s), so ours must find out by itself (the node cannot announce anything). Contracts: ours
-// moves to another node within its heartbeat (interval + timeout); the
-// other hosts' governed data path keeps answering; the snapshot says the node is down while
-// it is paused (after the others' failure detector convicts it) and up after; the paused
-// host's data path answers within 2.5 s of the node answering CQL again; subscribers see
-// host_down then host_up for it.
+// One node paused for 40 s (SIGSTOP; docker pause, the cgroup freezer, in
+// TestContainerRestarts): half-open, its sockets accept and nothing answers. The node paused is
+// the one the governed process's control connection uses (heartbeat every 10 s), so ours must
+// find out by itself (the node cannot announce anything). Contracts: ours moves to another node
+// within its heartbeat (interval + timeout); the other hosts' governed data path keeps
+// answering; the snapshot says the node is down while it is paused (after the others' failure
+// detector convicts it) and up after; the paused host's data path answers within 2.5 s of the
+// node answering CQL again; subscribers see host_down then host_up for it.
 func TestPausedNode(t *testing.T) {
-	providers(t, func(t *testing.T, p realcluster.Provider) {
-		const pause = 40 * time.Second
-		// A 10 s heartbeat: with the default 30 s + 5 s timeout, finding out that the node
-		// ours is on stopped answering (when nothing else tells it, as when gocql's own
-		// control connection is on that node too) plus the probe that then says it is down can
-		// take as long as the pause itself (seen on cqlsim: 73 s).
-		gov := startProcessCadence(t, p, governed, controlconn.Cadence{StableAfter: stableAfter, HeartbeatInterval: 10 * time.Second}, nil)
-		time.Sleep(2 * time.Second)
-		waitStable(t, gov.cc)
-		addr := gov.cc.Status().Host.Addr
-		victim := -1
-		for i, ip := range p.Hosts() {
-			if fmt.Sprintf("%s:%d", ip, p.Port()) == addr {
-				victim = i
-			}
+	providers(t, pausedNode)
+}
+
+// pausedNode is TestPausedNode on p.
+func pausedNode(t *testing.T, p realcluster.Provider) {
+	t.Helper()
+	const pause = 40 * time.Second
+	// A 10 s heartbeat: with the default 30 s + 5 s timeout, finding out that the node
+	// ours is on stopped answering (when nothing else tells it, as when gocql's own
+	// control connection is on that node too) plus the probe that then says it is down can
+	// take as long as the pause itself (seen on cqlsim: 73 s).
+	gov := startProcessCadence(t, p, governed, controlconn.Cadence{StableAfter: stableAfter, HeartbeatInterval: 10 * time.Second}, nil)
+	time.Sleep(2 * time.Second)
+	waitStable(t, gov.cc)
+	addr := gov.cc.Status().Host.Addr
+	victim := -1
+	for i, ip := range p.Hosts() {
+		if fmt.Sprintf("%s:%d", ip, p.Port()) == addr {
+			victim = i
 		}
-		require.GreaterOrEqual(t, victim, 0, "ours is on %s, not a node", addr)
-		ip := p.Hosts()[victim]
-		pp := startPoller(gov)
-		begin := time.Now()
-		require.NoError(t, p.Pause(victim))
-		moved := connectedAfter(t, gov.cc, begin, 10*time.Second+controlconn.Cadence{}.WithDefaults().HeartbeatTimeout+5*time.Second)
-		assert.NotEqual(t, addr, gov.cc.Status().Host.Addr, "ours moved off the paused node")
-		want := allUp(p.Hosts())
-		want[ip] = false
-		var downAt time.Time
-		deadline := begin.Add(pause)
-		for time.Now().Before(deadline) {
-			if snapshotMatches(gov.cc, want) == "" {
-				downAt = time.Now()
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+	}
+	require.GreaterOrEqual(t, victim, 0, "ours is on %s, not a node", addr)
+	ip := p.Hosts()[victim]
+	pp := startPoller(gov)
+	begin := time.Now()
+	require.NoError(t, p.Pause(victim))
+	moved := connectedAfter(t, gov.cc, begin, 10*time.Second+controlconn.Cadence{}.WithDefaults().HeartbeatTimeout+5*time.Second)
+	assert.NotEqual(t, addr, gov.cc.Status().Host.Addr, "ours moved off the paused node")
+	want := allUp(p.Hosts())
+	want[ip] = false
+	var downAt time.Time
+	deadline := begin.Add(pause)
+	for time.Now().Before(deadline) {
+		if snapshotMatches(gov.cc, want) == "" {
+			downAt = time.Now()
+			break
 		}
-		time.Sleep(time.Until(begin.Add(pause)))
-		require.NoError(t, p.Resume(victim))
-		resumed := time.Now()
-		hctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		var answered time.Time
-		for {
-			cctx, ccancel := context.WithTimeout(hctx, time.Second)
-			err := realcluster.AnswersCQL(cctx, fmt.Sprintf("%s:%d", ip, p.Port()))
-			ccancel()
-			if err == nil {
-				answered = time.Now()
-				break
-			}
-			require.NoError(t, hctx.Err(), "the resumed node never answered CQL")
-			time.Sleep(20 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Until(begin.Add(pause)))
+	require.NoError(t, p.Resume(victim))
+	resumed := time.Now()
+	hctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var answered time.Time
+	for {
+		cctx, ccancel := context.WithTimeout(hctx, time.Second)
+		err := realcluster.AnswersCQL(cctx, fmt.Sprintf("%s:%d", ip, p.Port()))
+		ccancel()
+		if err == nil {
+			answered = time.Now()
+			break
 		}
-		back := gov.dataPathBack(resumed, 30*time.Second, 30*time.Second)
-		time.Sleep(time.Second)
-		polls := pp.finish()
-		for _, q := range polls {
-			if q.host != victim {
-				assert.True(t, q.ok, "%s: host %s failed a pinned query at +%s while another node was paused", p.Name(), p.Hosts()[q.host], ms(q.at.Sub(begin)))
-			}
+		require.NoError(t, hctx.Err(), "the resumed node never answered CQL")
+		time.Sleep(20 * time.Millisecond)
+	}
+	back := gov.dataPathBack(resumed, 30*time.Second, 30*time.Second)
+	time.Sleep(time.Second)
+	polls := pp.finish()
+	for _, q := range polls {
+		if q.host != victim {
+			assert.True(t, q.ok, "%s: host %s failed a pinned query at +%s while another node was paused", p.Name(), p.Hosts()[q.host], ms(q.at.Sub(begin)))
 		}
-		var downFor string
-		if downAt.IsZero() {
-			downFor = "never while paused"
+	}
+	var downFor string
+	if downAt.IsZero() {
+		downFor = "never while paused"
+	} else {
+		downFor = ms(downAt.Sub(begin)) + " after the pause"
+	}
+	t.Logf("FIGURE %s node paused %v (the node ours used): ours moved %s after the pause; snapshot said down %s; the node answered CQL %s after SIGCONT; its data path %s after that",
+		p.Name(), pause, ms(moved.Sub(begin)), downFor, ms(answered.Sub(resumed)), ms(back[ip].Sub(answered)))
+	assert.False(t, downAt.IsZero(), "the snapshot says the paused node is down while it is paused")
+	if assert.Contains(t, back, ip, "the paused host's data path answers again") {
+		if late := back[ip].Sub(answered); isSim(p) && late > dataPathWithin {
+			// cqlsim's blackhole drops the connections it held; a paused JVM keeps them,
+			// and gocql's pool resumes on them at once.
+			t.Logf("FINDING %s: the blackholed host's data path %s after it answered again (asserted on real Cassandra)", p.Name(), ms(late))
 		} else {
-			downFor = ms(downAt.Sub(begin)) + " after the pause"
+			assert.LessOrEqual(t, late, dataPathWithin, "the paused host's data path after it answered again")
 		}
-		t.Logf("FIGURE %s node paused %v (the node ours used): ours moved %s after the pause; snapshot said down %s; the node answered CQL %s after SIGCONT; its data path %s after that",
-			p.Name(), pause, ms(moved.Sub(begin)), downFor, ms(answered.Sub(resumed)), ms(back[ip].Sub(answered)))
-		assert.False(t, downAt.IsZero(), "the snapshot says the paused node is down while it is paused")
-		if assert.Contains(t, back, ip, "the paused host's data path answers again") {
-			if late := back[ip].Sub(answered); isSim(p) && late > dataPathWithin {
-				// cqlsim's blackhole drops the connections it held; a paused JVM keeps them,
-				// and gocql's pool resumes on them at once.
-				t.Logf("FINDING %s: the blackholed host's data path %s after it answered again (asserted on real Cassandra)", p.Name(), ms(late))
-			} else {
-				assert.LessOrEqual(t, late, dataPathWithin, "the paused host's data path after it answered again")
-			}
-		}
-		settled(t, p, gov, begin, []string{ip}, allUp(p.Hosts()))
-	})
+	}
+	settled(t, p, gov, begin, []string{ip}, allUp(p.Hosts()))
 }
 
 // isSim reports whether p is the simulator: a few of its differences from real Cassandra are
