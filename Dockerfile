@@ -11,9 +11,15 @@
 #
 #   docker run --network cql --ip 172.28.42.11 cqlcontrol-sim:latest --peers 172.28.42.11,172.28.42.12,172.28.42.13
 #
+# On the host's network instead (as the container test suite runs it), each node binds a loopback
+# address of its own; a flag given again overrides the entrypoint's:
+#
+#   docker run --network host cqlcontrol-sim:latest --listen 127.0.0.2 --control 127.0.0.2:7070 --peers 127.0.0.2,127.0.0.3,127.0.0.4
+#
 # CQL on 9042, the HTTP JSON control API on 7070 (GET /nodes, GET /peers, POST /nodes/0/stop, ...).
-# Any other `cqlcontrol sim` flag can follow (--gossip-delay, --release-version, ...).
+# Any other `cqlcontrol sim` flag can follow (--gossip-delay, --release-version, ...). There is no
+# EXPOSE: a port is published only where asked for (docker-compose.yml's ports), and on the host's
+# network, where nothing is published, testcontainers would otherwise ask for the image's ports.
 FROM scratch
 COPY cqlcontrol /cqlcontrol
-EXPOSE 9042 7070
 ENTRYPOINT ["/cqlcontrol", "sim", "--listen", "0.0.0.0", "--port", "9042", "--control", "0.0.0.0:7070"]

@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1s
 
-.PHONY: test race allocs vet gocqlv2 consumer lint bench fuzz soak long real traces peers demo sim image clean
+.PHONY: test race allocs vet gocqlv2 consumer lint bench fuzz soak long real tls chaos traces peers containers fleet demo sim image clean
 
 # The test command from the README: vet, then every test with the race detector, then the
 # allocation tests again without it (the race detector's instrumentation allocates, so they
@@ -32,13 +32,17 @@ consumer:
 
 # The long cases, which make test skips (each says why): real-time repeats on real sockets of
 # figures that virtual-time tests pin in the regular suite, and outages of a minute or more.
-# About 17 minutes on two cores, 10 of them the ten 60 s governed outages. .ci/run runs it after
-# make test when CQLCONTROL_LONG=1 is set (a nightly or pre-release job), not on every change.
+# About 17 minutes on two cores, 10 of them the ten 60 s governed outages, then make chaos's
+# 3-minute form (real Cassandra; about 4 minutes with the cluster's start): it is here, not in
+# make real, because .ci/run is near its 30-minute budget. .ci/run runs make long after make
+# test when CQLCONTROL_LONG=1 is set (a nightly or pre-release job), not on every change.
 LONG_TESTS = TestGovernedLongOutages|TestGovernedPartialReturn|TestGovernedSixtySecondOutage|TestGovernedFullOutageSevenNodes|TestBlindShortOutages|TestBlindDialsDoNotGrowWithNodesRealSockets|TestFullRestartsAndLongOutageWithGocqlSessionAttached
 LONG_TESTS_V2 = TestFullRestartsAndLongOutageWithV2SessionAttached
 long:
 	CQLCONTROL_LONG=1 TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 60m -v -run '^($(LONG_TESTS))$$' ./integration/
 	cd gocqlv2 && CQLCONTROL_LONG=1 $(GO) test -race -count=1 -timeout 30m -v -run '^($(LONG_TESTS_V2))$$' ./...
+	$(MAKE) tls
+	$(MAKE) chaos CHAOS=3m
 
 # The real-Cassandra suites: Apache Cassandra 5.0 resolved with Maven into the user's cache
 # (realcluster), 3 JVMs on 127.0.0.1-3, the restart contracts with gocql v1.7.0 and v2.1.2 and
@@ -46,9 +50,34 @@ long:
 # The live traces check (TestRealConformance, about 5 minutes: the committed traces in
 # cqlsim/testdata/cassandra-5.0 still describe this Cassandra; CQLCONTROL_RECORD=1 rewrites them)
 # runs in `make traces`, not here: the default suite holds cqlsim to the committed traces.
+# integration/real's TestContainer* (the same contracts on Cassandra in containers) run in
+# `make containers`. The full restarts under TLS (TestTLS, TestRealV2TLS: about 7 minutes
+# together) run in `make tls`, which make long runs: with them and the container restarts,
+# .ci/run took over 40 minutes on two cores.
 real:
-	CQLCONTROL_REAL=1 $(GO) test -p 1 -count=1 -timeout 40m -v -skip 'TestRealConformance' ./realcluster/ ./integration/real/
-	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'Real' ./...
+	CQLCONTROL_REAL=1 $(GO) test -p 1 -count=1 -timeout 40m -v -skip 'TestRealConformance|TestContainer|TestTLS' ./realcluster/ ./integration/real/
+	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'Real' -skip 'TestRealV2TLS' ./...
+
+# The TLS restarts on real Cassandra (docs/real-cassandra.md): v1 (server TLS, mutual TLS,
+# host name verification, bad certificates, rotation) and gocql v2 under mutual TLS.
+tls:
+	CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 30m -v -run '^TestTLS$$' ./integration/real/
+	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run '^TestRealV2TLS$$' ./...
+	cd bench/fleet && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 10m -v ./...
+
+# The chaos schedule (integration/real TestChaos): 3 real Cassandra 5.0.8 nodes on
+# 127.0.0.141-143 and a governed gocql process with a subscriber, through a seeded random
+# schedule of overlapping faults (SIGKILL, SIGTERM, SIGSTOP/SIGCONT, nodetool
+# disablebinary/enablebinary, a rolling restart, one node's native port blackholed by an
+# nftables table of the test's own) for CHAOS; the seed is printed, CHAOS_SEED=n replays its
+# schedule. Needs java (17), mvn and, for the blackhole, nft and root (installed from Debian's
+# packages when missing, as make peers does). CHAOS_TIMEOUT bounds the test binary (raise it for
+# runs of more than half an hour).
+CHAOS ?= 3m
+CHAOS_TIMEOUT ?= 60m
+chaos:
+	@command -v nft >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; }
+	CQLCONTROL_REAL=1 CHAOS=$(CHAOS) CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -timeout $(CHAOS_TIMEOUT) -v -run '^TestChaos$$' ./integration/real/
 
 traces:
 	CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'TestRealConformance' ./realcluster/
@@ -67,6 +96,28 @@ peers:
 	@command -v nft >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; }
 	cd bench/peers && $(GO) run ./harness -cache $(PEERS_CACHE) $(PEERS_FLAGS)
 
+# The container suite (integration/container*_test.go: cqlsim node containers built FROM scratch,
+# on the host's network, each node on a loopback address of its own; realcluster/containers and
+# integration/real's TestContainerRestarts: Cassandra 5.0.8 in containers, the restart contracts
+# of make real through the Docker API) against a Docker API engine:
+# the one `docker info` reaches, or else Podman, installed from Debian's packages, configured and
+# served for the run, then stopped, every container removed (.ci/containers says what it does, as
+# root). CONTAINER_TESTS=pattern narrows the run.
+containers:
+	bash .ci/containers
+
+# A fleet's return (docs/fleet.md): K independent clients (each its own gocql Session, and in
+# the cqlcontrol lanes its own ControlConnection and governor) over worker processes of
+# GOMAXPROCS=1, on one real Cassandra 5.0.8 node (127.0.0.111) with PasswordAuthenticator, the
+# fleet's role at bcrypt cost 10 then 12, through SIGKILL + restart and 30 s of nodetool
+# disablebinary. Writes bench/fleet/results.json (rows of a rerun replace the same rows), draws
+# bench/fleet/fleet.png and .svg from it (go run . -chart redraws them alone) and prints the table
+# for BENCHMARKS.md. Needs java (17) and mvn, as make real. About 40 minutes on two
+# cores with the defaults; FLEET_FLAGS narrows or widens a run (-k 100 -costs 10 -lanes gocql).
+FLEET_FLAGS ?= -k 100,300 -costs 10,12
+fleet:
+	cd bench/fleet && $(GO) run . -out results.json $(FLEET_FLAGS)
+
 # golangci-lint at a pinned version, built from the module proxy on first use (cached after);
 # .golangci.yml says which linters and why any finding kind is left out.
 GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -76,6 +127,7 @@ lint: vet
 	$(GOLANGCI_LINT) run ./...
 	cd gocqlv2 && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	cd bench/peers && $(GO) vet ./... && $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
+	cd bench/fleet && $(GO) vet ./... && $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
 # Fuzz each target for FUZZTIME (the regular tests replay the committed corpus under
 # testdata/fuzz; a failing input the fuzzer finds is written there too).
