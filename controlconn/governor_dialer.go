@@ -354,8 +354,14 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 	case own:
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
 	default:
-		if evidence = g.gate.Done(g.now(), addr, err == nil, failed); evidence {
-			sinks = g.evidenceSinks()
+		now := g.now()
+		if evidence = g.gate.Done(now, addr, err == nil, failed); evidence {
+			// The driver's dial returned addr and its setup goes on: ours follows it (the
+			// data path first), re-armed when it ends (setupDone) rather than now, when its
+			// attempt would be refused there.
+			if !g.gate.DefersOurs(now, addr) {
+				sinks = g.evidenceSinks()
+			}
 		}
 	}
 	g.mu.Unlock()

@@ -381,6 +381,21 @@ func (h *gateHost) oursReturning(now time.Time) Verdict {
 	return VerdictPass
 }
 
+// DefersOurs reports whether ours, down, must wait before dialling addr, a returning host
+// (the data path first, as AdmitOwn would refuse it): the driver's first setup since the
+// host came back is in flight, or the host's pause runs. It then marks ours as waiting, so
+// that SetupDone says when to re-arm it. The governor asks it when a driver's dial that
+// returned the host is evidence: handed to ours at once, that evidence would be an attempt
+// refused at this host, and its re-arm would spend the rate limit ours' real attempt needs
+// when the setup ends (MinReArmInterval, 500 ms: ours came back that much later in the demo).
+func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
+	h := d.hosts[addr]
+	if d.connUp || h == nil || h.down || h.limit == 0 {
+		return false
+	}
+	return !h.oursReturning(now).Allowed()
+}
+
 // startReturn limits h, a host coming back (a dial connected after it was known down, or
 // its UP announcement), to one setup in flight, inflight of which are running already.
 func (h *gateHost) startReturn(now time.Time, inflight int) {

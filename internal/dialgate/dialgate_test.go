@@ -739,6 +739,23 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(now, hostA))
 }
 
+// DefersOurs: the driver's dial that returned a host is not handed to ours while the
+// driver's first setup there is in flight; ours is marked waiting, so SetupDone re-arms it.
+func TestDialGateDefersOursWhileTheDriversFirstSetupRuns(t *testing.T) {
+	u := 0.5
+	now := at(5 * time.Second)
+	gate := oursDownReturning(t, &u)
+	assert.False(t, gate.DefersOurs(now, hostB), "a host that is not returning")
+	assert.True(t, gate.DefersOurs(now, hostA), "the driver's first setup is in flight")
+	ready := now.Add(80 * time.Millisecond)
+	assert.Equal(t, ready, gate.SetupDone(ready, hostA, 80*time.Millisecond, SetupOK), "ours was marked waiting: re-armed when it ends")
+	assert.False(t, gate.DefersOurs(ready, hostA), "served: ours goes")
+
+	gate = oursDownReturning(t, &u)
+	gate.ConnUp(now)
+	assert.False(t, gate.DefersOurs(now, hostA), "ours is up: nothing to defer")
+}
+
 // A setup the budget refuses books nothing at a returning host: no SetupDone would end it, and
 // it held the host's next setups for setupPatience (a governed process's data path 11 s late
 // in make real's cqlsim lane, its pool dials refused setup_limit with no setup in flight).
