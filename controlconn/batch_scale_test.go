@@ -129,9 +129,14 @@ func TestCloseIsPromptDuringHostEventFlood(t *testing.T) {
 	took := time.Since(start)
 	close(stop)
 	n := <-flooded
-	budget := 50 * time.Millisecond
+	// The budget is the batch in hand on a busy 2-core machine, far under the seconds a batch
+	// took before the index (more again under the race detector). Under the race detector,
+	// with the flooder spinning on the other core, Close took 684 ms in a fresh-clone CI run
+	// (2026-12-03; the budget was 250 ms) and 0.7-853 ms in 8 runs on the idle machine after
+	// it: 3 s there.
+	budget := 100 * time.Millisecond
 	if raceEnabled {
-		budget *= 5
+		budget = 3 * time.Second
 	}
 	t.Logf("Close after a %v flood of %d events about 20,000 hosts: %v (race detector: %v)", floodDuration(t), n, took, raceEnabled)
 	assert.LessOrEqual(t, took, budget)
