@@ -293,6 +293,8 @@ func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool,
 		if v = g.gate.AdmitOwn(now, addr); v == dialgate.VerdictSlowDown {
 			g.rearmAt(addr, g.gate.PauseUntil(addr))
 		}
+	case g.gate.Tracked(addr) && driverSetupKind() == dialgate.Control:
+		v = g.gate.AdmitControl(now, addr)
 	default:
 		v = g.gate.Admit(now, addr)
 	}
@@ -355,7 +357,12 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
 	default:
 		now := g.now()
-		if evidence = g.gate.Done(now, addr, err == nil, failed); evidence {
+		if err == nil && g.gate.Tracked(addr) && driverSetupKind() == dialgate.Control {
+			evidence = g.gate.DoneControl(now, addr, true, false) // it returns the host with no pool setup in flight
+		} else {
+			evidence = g.gate.Done(now, addr, err == nil, failed)
+		}
+		if evidence {
 			// The driver's dial returned addr and its setup goes on: ours follows it (the
 			// data path first), re-armed when it ends (setupDone) rather than now, when its
 			// attempt would be refused there.
@@ -396,9 +403,16 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 	case err != nil:
 		outcome, name = dialgate.SetupFailed, "failed"
 	}
+	kind := driverSetupKind()
 	g.mu.Lock()
 	if !g.closed.Load() {
-		if at := g.gate.SetupDone(g.now(), addr, took, outcome); !at.IsZero() {
+		var at time.Time
+		if kind == dialgate.Control {
+			at = g.gate.ControlSetupDone(g.now(), addr, took, outcome)
+		} else {
+			at = g.gate.SetupDone(g.now(), addr, took, outcome)
+		}
+		if !at.IsZero() {
 			g.rearmAt(addr, at)
 		}
 	}

@@ -115,6 +115,9 @@ const (
 	OpenLimit = 4
 	// SlowSetup is a setup's duration above which it counts as a slow-down signal.
 	SlowSetup = time.Second
+	// ServedHold is how many times a served client's slow setup its other setups to the host
+	// wait at least (the pause range; see SetupDone).
+	ServedHold = 4
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
 	// setupPatience: a setup in flight this long no longer holds the host's next one (no
@@ -263,6 +266,48 @@ func (d *DialGate) Admit(now time.Time, addr netip.AddrPort) Verdict {
 	return d.admit(now, addr, false)
 }
 
+// Kind is which of a driver's connections a setup is for.
+type Kind uint8
+
+const (
+	// Pool: a connection of the driver's pools, the data path.
+	Pool Kind = iota
+	// Control: the driver's own control connection (gocql's), which serves no query: to a
+	// returning host it is auxiliary, like ours (see AdmitControl).
+	Control
+)
+
+// Tracked reports whether the kind of a driver's dial or setup to addr matters to the gate:
+// the host is known down (a dial that connects starts its return) or returning (limited).
+// The governor asks it before it classifies a dial, which costs more than a map lookup.
+func (d *DialGate) Tracked(addr netip.AddrPort) bool {
+	h := d.hosts[addr]
+	return h != nil && (h.down || h.limit > 0)
+}
+
+// AdmitControl decides a dial of a driver's own control connection to addr, in place of
+// Admit: the same rules, except to a returning host, where it is auxiliary, like ours (the
+// data path first): it takes no setup slot, and waits while the host's pause runs, while the
+// driver's first pool setup there is in flight, and, once a pool setup was ready there, while
+// the setups in flight reach the host's limit.
+func (d *DialGate) AdmitControl(now time.Time, addr netip.AddrPort) Verdict {
+	h := d.hosts[addr]
+	if h == nil || h.down || h.limit == 0 {
+		return d.admit(now, addr, false)
+	}
+	h.asked = d.epoch
+	if v := h.auxReturning(now, false); !v.Allowed() {
+		return v
+	}
+	return VerdictPass
+}
+
+// DoneControl records the outcome of a dial AdmitControl allowed, in place of Done: a
+// control connection's setup holds no slot, so the host it returns has none in flight.
+func (d *DialGate) DoneControl(now time.Time, addr netip.AddrPort, ok, failed bool) (evidence bool) {
+	return d.done(now, addr, ok, failed, 0)
+}
+
 // admit is Admit; own for a dial of our connection (AdmitOwn while it is down), which takes
 // a budget slot held for it (ownWait) and holds the next one when refused for lack of budget
 // for a host that is not known down and that the driver has not asked for since our
@@ -283,7 +328,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		h.asked = d.epoch
 	}
 	if !h.down && h.limit > 0 && own {
-		if v := h.oursReturning(now); !v.Allowed() {
+		if v := h.auxReturning(now, true); !v.Allowed() {
 			return v
 		}
 	}
@@ -363,22 +408,30 @@ func (h *gateHost) book(now time.Time) {
 	h.lastSet = now
 }
 
-// oursReturning decides a dial of ours, while down, to h, a returning host: the data path
-// first. Ours waits while the host's pause runs (VerdictSlowDown), and while the driver's
-// first setup since the host came back is in flight (VerdictSetupLimit): a client's first
-// login to a returning host is its serving connection, and ours follows it (SetupDone then
-// returns when to re-arm ours). Ours takes no setup slot; a host the driver is not setting
-// up does not hold it.
-func (h *gateHost) oursReturning(now time.Time) Verdict {
+// auxReturning decides an auxiliary dial to h, a returning host: ours (own, while down) or
+// the driver's own control connection, neither of which serves a query: the data path first.
+// It waits while the host's pause runs (VerdictSlowDown); while the driver's first pool setup
+// since the host came back is in flight (VerdictSetupLimit): a client's first login to a
+// returning host is its serving connection; and once one was ready, while the setups in
+// flight reach the host's limit (VerdictSetupLimit): one setup after another. It takes no
+// setup slot; a host the driver is not setting up does not hold it. Ours, refused, is marked
+// waiting, and SetupDone says when to re-arm it; the driver's control connection retries on
+// its own schedule.
+func (h *gateHost) auxReturning(now time.Time, own bool) Verdict {
+	if now.Sub(h.lastSet) >= setupPatience {
+		h.setups = 0
+	}
+	v := VerdictPass
 	switch {
 	case now.Before(h.pause):
-		h.waiting = true
-		return VerdictSlowDown
-	case !h.served && h.setups > 0 && now.Sub(h.lastSet) < setupPatience:
-		h.waiting = true
-		return VerdictSetupLimit
+		v = VerdictSlowDown
+	case !h.served && h.setups > 0, h.served && h.setups >= h.limit:
+		v = VerdictSetupLimit
 	}
-	return VerdictPass
+	if own && !v.Allowed() {
+		h.waiting = true
+	}
+	return v
 }
 
 // DefersOurs reports whether ours, down, must wait before dialling addr, a returning host
@@ -393,7 +446,7 @@ func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 	if d.connUp || h == nil || h.down || h.limit == 0 {
 		return false
 	}
-	return !h.oursReturning(now).Allowed()
+	return !h.auxReturning(now, true).Allowed()
 }
 
 // startReturn limits h, a host coming back (a dial connected after it was known down, or
@@ -410,33 +463,58 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 	return time.Time{}
 }
 
-// SetupDone records how a connection setup to addr ended, took after it started, for the
-// return (the driver's setups to a host, not ours). A host that came back (its dial
-// connected after it was known down, or it was announced UP) admits one setup in flight,
-// one more per setup ready within SlowSetup, and opens at OpenLimit: a client's setups to a
-// returning host are one after another, not all at once. A slow-down signal (a setup ready
-// after SlowSetup, or SetupBusy) halves the limit (at least 1, engaging it on an open host),
-// doubles the pause range (from 100 ms, at least twice the setup's time, at most
-// MaxInterval) and pauses the host's setups for a uniform random part of it (full jitter),
-// so that a fleet's clients spread their setups as the server slows, with no coordinator.
+// SetupDone records how one of the driver's pool setups to addr ended, took after it
+// started, for the return (the driver's setups to a host, not ours; ControlSetupDone for the
+// driver's control connection). A host that came back (its dial connected after it was known
+// down, or it was announced UP) admits one setup in flight, one more per setup ready within
+// SlowSetup, and opens at OpenLimit: a client's setups to a returning host are one after
+// another, not all at once. A slow-down signal (a setup ready after SlowSetup, or SetupBusy)
+// halves the limit (at least 1, engaging it on an open host) and pauses the host's setups:
+//
+//   - Until one of the driver's pool setups there was ready (the client is not served by it),
+//     the pause range doubles per signal (from 100 ms, at most MaxInterval) whatever the
+//     signal's duration, and the pause is a uniform random part of it (full jitter): a login
+//     the server dropped after it queued it (Cassandra's "timed out before it could start")
+//     cost the server no check, and a long wait would only lose the client its place in line,
+//     while a fast refusal ("Unable to perform authentication" in the quorum window) backs off
+//     exponentially.
+//   - Once one was ready (served), the range doubles too, and is at least ServedHold times the
+//     slow setup's time (at most MaxInterval), and the pause is between half of it and all of it
+//     (equal jitter): a served client's other setups (its second pool connection, the driver's
+//     control connection, ours) wait until the clients still waiting for their first login,
+//     queued behind this one, are likely through.
 //
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
 // end after a slow-down signal; zero when ours was not waiting.
 func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
+	return d.setupDone(now, addr, took, outcome, Pool)
+}
+
+// ControlSetupDone records how a setup of the driver's own control connection to addr ended,
+// as SetupDone does for a pool setup, except that it held no slot (AdmitControl) and, ready,
+// does not serve the client: its slow-down signals pause the host all the same.
+func (d *DialGate) ControlSetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
+	return d.setupDone(now, addr, took, outcome, Control)
+}
+
+func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome, kind Kind) (rearmAt time.Time) {
 	h := d.hosts[addr]
 	if h == nil && outcome == SetupBusy {
 		h = d.host(addr)
 	}
-	if h != nil && h.setups > 0 {
-		h.setups--
-	}
 	if h == nil {
 		return time.Time{}
+	}
+	if kind == Pool && h.setups > 0 {
+		h.setups--
 	}
 	switch {
 	case outcome == SetupFailed:
 	case outcome == SetupOK && took < SlowSetup:
+		if kind == Control {
+			break
+		}
 		h.served = true
 		if h.limit > 0 {
 			if h.limit++; h.limit >= OpenLimit {
@@ -444,14 +522,19 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, took time.Durat
 			}
 		}
 	default:
-		h.served = h.served || outcome == SetupOK
+		h.served = h.served || outcome == SetupOK && kind == Pool
 		if h.limit == 0 {
 			h.limit = OpenLimit / 2
 		} else {
 			h.limit = max(1, h.limit/2)
 		}
-		h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window, 2*took))
-		h.pause = now.Add(time.Duration(float64(h.window) * d.rand()))
+		if h.served {
+			h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window, ServedHold*took))
+			h.pause = now.Add(time.Duration(float64(h.window) * (1 + d.rand()) / 2))
+		} else {
+			h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window))
+			h.pause = now.Add(time.Duration(float64(h.window) * d.rand()))
+		}
 	}
 	if !h.waiting || (!h.served && h.setups > 0) {
 		return time.Time{} // ours is not waiting, or still waits for the driver's first setup

@@ -619,24 +619,39 @@ func TestDialGateReturnSlowStart(t *testing.T) {
 }
 
 // A slow-down signal (a timeout, Overloaded, a setup ready after SlowSetup) halves the limit
-// and pauses the host's setups for a random part of a window that doubles per signal (at
-// least twice the slow setup's time), capped at MaxInterval; an open host is limited again.
-// Failures of other kinds (refused) are Done's to judge and change no limit.
+// and pauses the host's setups. Until a pool setup there was ready (the client not served),
+// the pause range doubles per signal from 100 ms whatever the signal's duration, full jitter:
+// a login the server dropped after queueing it for 11 s is retried within 100 ms, not after a
+// pause as long as the queue (the earlier rule: at least twice the setup's time, 22 s here, which
+// left a 300-client fleet's dropped clients 6.7× the serving floor late). Once served, the range
+// is at least ServedHold × the slow setup's time, capped at MaxInterval, equal jitter: the
+// client's other setups wait for the clients still queued behind it. An open host is limited
+// again; failures of other kinds (refused) are Done's to judge and change no limit.
 func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	u := 0.5
 	gate := New(testConfig, func() float64 { return u })
 	now := at(5 * time.Second)
 	returned(t, gate, now)
-	gate.SetupDone(now, hostA, 11*time.Second, SetupBusy) // a startup timeout
+	gate.SetupDone(now, hostA, 11*time.Second, SetupBusy) // dropped after 11 s in the server's queue
 	limit, inflight := gate.Limit(hostA)
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight)
-	// The window is 2 × 11 s = 22 s; u = 0.5 pauses 11 s.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(10*time.Second), hostA))
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(11*time.Second), hostA))
-	gate.SetupDone(now.Add(12*time.Second), hostA, 2*time.Second, SetupOK) // slow: a signal too
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(12*time.Second+14*time.Second), hostA), "window 30 s (capped), paused 15 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(12*time.Second+15*time.Second), hostA))
+	// Not served: window 100 ms; u = 0.5 pauses 50 ms.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(49*time.Millisecond), hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(50*time.Millisecond), hostA))
+	now = now.Add(11 * time.Second)
+	gate.SetupDone(now, hostA, 11*time.Second, SetupBusy) // dropped again: window 200 ms, paused 100 ms
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
+	now = now.Add(2 * time.Second)
+	gate.SetupDone(now, hostA, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 4 × 2 s) = 8 s
+	// Equal jitter: u = 0.5 pauses 8 s × (1 + 0.5) / 2 = 6 s; u = 0 would pause 4 s.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(6*time.Second-time.Millisecond), hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(6*time.Second), hostA))
+	now = now.Add(20 * time.Second)
+	gate.SetupDone(now, hostA, 20*time.Second, SetupBusy) // served: 4 × 20 s, capped at 30 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(22*time.Second+499*time.Millisecond), hostA), "window 30 s, paused 22.5 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(22*time.Second+500*time.Millisecond), hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
 	gate.SetupDone(now, hostB, 30*time.Millisecond, SetupBusy)
@@ -646,6 +661,44 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	gate.SetupDone(now, hostC, 0, SetupFailed)
 	limit, _ = gate.Limit(hostC)
 	assert.Zero(t, limit)
+}
+
+// The data path first, for the driver's own control connection too (gocql's: it serves no
+// query): to a returning host it waits while the driver's first pool setup is in flight, takes
+// no slot, and its ready setup does not serve the client; once served, it waits while the
+// setups in flight reach the limit. A control dial that returns the host leaves no setup in
+// flight, so the pool's first setup does not queue behind its login. Checked to fail with
+// AdmitControl as Admit (the control connection then took the host's one slot).
+func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
+	now := at(5 * time.Second)
+	gate := newGate(t)
+	returned(t, gate, now) // a pool dial returned hostA: its setup is in flight
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(now, hostA), "the pool's first setup is in flight")
+	gate.SetupDone(now.Add(2*time.Second), hostA, 2*time.Second, SetupOK) // served, slow: paused
+	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(now.Add(2*time.Second), hostA))
+	after := gate.PauseUntil(hostA)
+	require.Equal(t, VerdictPass, gate.AdmitControl(after, hostA), "served, nothing in flight")
+	limit, inflight := gate.Limit(hostA)
+	assert.Equal(t, 1, limit)
+	assert.Zero(t, inflight, "the control connection took no slot")
+	require.Equal(t, VerdictPass, gate.Admit(after, hostA), "the pool's second setup")
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(after, hostA), "served: one setup in flight at limit 1")
+
+	// A control connection's dial returns the host: nothing is in flight, the pool goes at once,
+	// and the control's ready setup does not serve the client.
+	gate = newGate(t)
+	_, _ = dial(gate, t0, hostA, false) // known down: a failed dial
+	back := now
+	require.True(t, gate.AdmitControl(back, hostA).Allowed())
+	gate.DoneControl(back, hostA, true, false)
+	limit, inflight = gate.Limit(hostA)
+	require.Equal(t, 1, limit, "returning")
+	assert.Zero(t, inflight)
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the pool's first setup does not wait for the control's")
+	gate.ControlSetupDone(back.Add(50*time.Millisecond), hostA, 50*time.Millisecond, SetupOK)
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(back, hostA), "the pool's first setup is still in flight: not served")
+	_, inflight = gate.Limit(hostA)
+	assert.Equal(t, 1, inflight, "the control's setup ended no pool setup")
 }
 
 // Setups no SetupDone ended (a driver whose connect observer was replaced) are forgotten after
@@ -727,7 +780,7 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	gate = oursDownReturning(t, &u)
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA))
 	busy := now.Add(11 * time.Second)
-	pauseEnd := busy.Add(11 * time.Second) // window 2 × 11 s, u = 0.5
+	pauseEnd := busy.Add(50 * time.Millisecond) // not served: window 100 ms, u = 0.5
 	assert.Equal(t, pauseEnd, gate.SetupDone(busy, hostA, 11*time.Second, SetupBusy), "re-arm at the pause's end")
 	assert.Equal(t, pauseEnd, gate.PauseUntil(hostA))
 	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(pauseEnd.Add(-time.Millisecond), hostA))
