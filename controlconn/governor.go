@@ -67,10 +67,14 @@ const (
 // The return: a host that accepts a driver's dial after it was known down (or is announced UP)
 // admits the driver's connection setups one in flight, one more per setup ready within 1 s,
 // open at 4; a slow or timed-out setup, Overloaded or "Unable to perform authentication"
-// halves the limit and pauses the host's setups for a random part of a doubling window; a
-// setup holds the next at most 21 s, and a host known down forgets its setups in flight.
-// While our connection is down, ours waits for the driver's first setup to a returning host
-// and for its pause, and is re-armed for that host when the setup ends (the data path first).
+// halves the limit and pauses the host's setups: until a pool setup there was ready, for a
+// random part of a window doubling per signal from 100 ms (a login the server dropped from its
+// queue is retried soon, keeping the client's place in line); once one was, for half to all of
+// a window of at least 4 times the slow setup (the served client's other setups wait for the
+// clients queued behind it). A setup holds the next at most 21 s, and a host known down
+// forgets its setups in flight. The data path first: ours (while down) and gocql's own control
+// connection wait for the driver's first pool setup to a returning host and for its pause, and
+// take no setup slot; ours is re-armed for that host when the setup ends.
 type Governor struct {
 	// Off turns the governor off: WithDialGovernor(Governor{Off: true}) is the one way to opt
 	// out of what New and gocqlv2.New install by default. The driver's sessions then dial as

@@ -15,7 +15,8 @@ import (
 
 // The data path first, through the governor (virtual time): while ours is down, its dial to a
 // returning host waits for the driver's first setup there, and the governor re-arms ours when
-// that setup ends (at once when it is ready; at the pause's end after a startup timeout), by
+// that setup ends (at once when it is ready; after a startup timeout, when the driver.s redial
+// after the pause is ready), by
 // the members' evidence sinks, which ours dials the host from at once. Checked to fail with
 // the governor ignoring SetupDone's re-arm time (ours was never re-armed: it waited for its
 // own blind schedule), and with the driver's connection handed to ours at once as evidence (a
@@ -29,8 +30,10 @@ func TestGovernorReturnOursAfterTheDataPath(t *testing.T) {
 		rearmIn time.Duration // after the setup ended
 	}{
 		{"ready", 80 * time.Millisecond, nil, 0},
-		// not served yet: window 100 ms, uniform draw 0.5: the pause ends 50 ms after the timeout
-		{"startup timeout", 11 * time.Second, errors.New("gocql: no response to connection startup within timeout"), 50 * time.Millisecond},
+		// Not served yet: window 100 ms, uniform draw 0.5: the pause ends 50 ms after the
+		// timeout; ours waits on for the driver's redial there (admitted at the pause's end,
+		// ready 80 ms later), and is re-armed when it is ready: 130 ms after the timeout.
+		{"startup timeout", 11 * time.Second, errors.New("gocql: no response to connection startup within timeout"), 130 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -72,7 +75,18 @@ func TestGovernorReturnOursAfterTheDataPath(t *testing.T) {
 				time.Sleep(tc.took)
 				ended := time.Now()
 				driver.SetupDone(addr, tc.took, tc.err)
-				time.Sleep(tc.rearmIn + time.Millisecond)
+				if tc.err != nil {
+					time.Sleep(50 * time.Millisecond) // the pause
+					synctest.Wait()
+					mu.Lock()
+					require.Empty(t, rearmed, "ours waits for the driver's redial")
+					mu.Unlock()
+					_, err = driver.Admit(ctx, addr)
+					require.NoError(t, err, "the driver's redial")
+					time.Sleep(80 * time.Millisecond)
+					driver.SetupDone(addr, 80*time.Millisecond, nil)
+				}
+				time.Sleep(tc.rearmIn + time.Millisecond - time.Since(ended))
 				synctest.Wait()
 				mu.Lock()
 				require.Len(t, rearmed, 1, "ours re-armed, once")

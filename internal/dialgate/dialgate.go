@@ -103,7 +103,8 @@ type gateHost struct {
 	lastSet time.Time     // the last setup admitted while limited (a leak guard: see setupPatience)
 	pause   time.Time     // no setup before then
 	window  time.Duration // the pause's range, doubled per slow-down signal
-	served  bool          // a driver's setup was ready since the host came back
+	served  bool          // a driver's pool setup was ready since the host came back
+	booked  bool          // a driver's pool setup was admitted since the host came back (at lastSet)
 	waiting bool          // ours (down) was refused while the host returns: SetupDone says when to re-arm it
 }
 
@@ -405,14 +406,17 @@ func (h *gateHost) returning(now time.Time) Verdict {
 // book counts a setup admitted to a returning host, in flight from now.
 func (h *gateHost) book(now time.Time) {
 	h.setups++
-	h.lastSet = now
+	h.lastSet, h.booked = now, true
 }
 
 // auxReturning decides an auxiliary dial to h, a returning host: ours (own, while down) or
 // the driver's own control connection, neither of which serves a query: the data path first.
-// It waits while the host's pause runs (VerdictSlowDown); while the driver's first pool setup
-// since the host came back is in flight (VerdictSetupLimit): a client's first login to a
-// returning host is its serving connection; and once one was ready, while the setups in
+// It waits while the host's pause runs (VerdictSlowDown); until the driver's first pool setup
+// since the host came back is ready, while the driver sets the host up (a pool setup in
+// flight, or one admitted within setupPatience: after a login the server dropped, the pool
+// redials within its pause, and an auxiliary login slipped in between would queue ahead of
+// it; VerdictSetupLimit): a client's first login to a returning host is its serving
+// connection; and once one was ready, while the setups in
 // flight reach the host's limit (VerdictSetupLimit): one setup after another. It takes no
 // setup slot; a host the driver is not setting up does not hold it. Ours, refused, is marked
 // waiting, and SetupDone says when to re-arm it; the driver's control connection retries on
@@ -425,7 +429,8 @@ func (h *gateHost) auxReturning(now time.Time, own bool) Verdict {
 	switch {
 	case now.Before(h.pause):
 		v = VerdictSlowDown
-	case !h.served && h.setups > 0, h.served && h.setups >= h.limit:
+	case !h.served && (h.setups > 0 || h.booked && now.Sub(h.lastSet) < setupPatience),
+		h.served && h.setups >= h.limit:
 		v = VerdictSetupLimit
 	}
 	if own && !v.Allowed() {
@@ -453,6 +458,7 @@ func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 // its UP announcement), to one setup in flight, inflight of which are running already.
 func (h *gateHost) startReturn(now time.Time, inflight int) {
 	h.limit, h.setups, h.lastSet, h.served, h.waiting = 1, inflight, now, false, false
+	h.booked = inflight > 0
 }
 
 // PauseUntil returns the end of addr's slow-down pause (zero or past: none).
@@ -511,6 +517,9 @@ func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Durat
 	}
 	switch {
 	case outcome == SetupFailed:
+		if kind == Pool {
+			h.booked = false // refused or reset: no place in the server's line to keep
+		}
 	case outcome == SetupOK && took < SlowSetup:
 		if kind == Control {
 			break
@@ -536,7 +545,7 @@ func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Durat
 			h.pause = now.Add(time.Duration(float64(h.window) * d.rand()))
 		}
 	}
-	if !h.waiting || (!h.served && h.setups > 0) {
+	if !h.waiting || (!h.served && (h.setups > 0 || h.booked)) {
 		return time.Time{} // ours is not waiting, or still waits for the driver's first setup
 	}
 	h.waiting = false

@@ -781,10 +781,17 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA))
 	busy := now.Add(11 * time.Second)
 	pauseEnd := busy.Add(50 * time.Millisecond) // not served: window 100 ms, u = 0.5
-	assert.Equal(t, pauseEnd, gate.SetupDone(busy, hostA, 11*time.Second, SetupBusy), "re-arm at the pause's end")
+	assert.True(t, gate.SetupDone(busy, hostA, 11*time.Second, SetupBusy).IsZero(),
+		"dropped: ours still waits for the driver's serving login, which redials after the pause")
 	assert.Equal(t, pauseEnd, gate.PauseUntil(hostA))
 	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(pauseEnd.Add(-time.Millisecond), hostA))
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(pauseEnd, hostA), "no setup of the driver's in flight: ours goes")
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(pauseEnd, hostA),
+		"the driver sets the host up: ours does not slip in before its redial (checked to fail with only setups in flight holding ours)")
+	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA), "the driver's redial")
+	ready = pauseEnd.Add(3 * time.Second)
+	pause := ready.Add(9 * time.Second) // served, slow: window 4 × 3 s, u = 0.5: 12 s × 0.75
+	assert.Equal(t, pause, gate.SetupDone(ready, hostA, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(pause, hostA))
 
 	// The driver not setting the host up: ours does not wait.
 	gate = oursDownReturning(t, &u)
