@@ -15,12 +15,12 @@ import (
 
 // The data path first, through the governor (virtual time): while ours is down, its dial to a
 // returning host waits for the driver's first setup there, and the governor re-arms ours when
-// that setup ends (at once when it is ready; after a startup timeout, when the driver.s redial
-// after the pause is ready), by
-// the members' evidence sinks, which ours dials the host from at once. Checked to fail with
-// the governor ignoring SetupDone's re-arm time (ours was never re-armed: it waited for its
-// own blind schedule), and with the driver's connection handed to ours at once as evidence (a
-// re-arm refused at the host, whose rate limit then held ours' real attempt 500 ms).
+// that setup ends (at once when it is ready; after a startup timeout, when the driver's redial
+// after the pause is ready), by the members' evidence sinks, which ours dials the host from at
+// once. Checked to fail with the governor ignoring SetupDone's re-arm time (ours was never
+// re-armed: it waited for its own blind schedule), and with the driver's connection handed to
+// ours at once as evidence (a re-arm refused at the host, whose rate limit then held ours' real
+// attempt 500 ms).
 func TestGovernorReturnOursAfterTheDataPath(t *testing.T) {
 	addr := netip.MustParseAddrPort("127.0.0.1:9042")
 	for _, tc := range []struct {
