@@ -109,6 +109,7 @@ func (cc *ControlConnection) dialHost(ctx context.Context, ep Endpoint) (*link, 
 // something about the host (attempt goroutine).
 func (cc *ControlConnection) dialDone(ep Endpoint, err error, took time.Duration) (dialOutcome, bool) {
 	cc.obs.DialFinished(ep, err, took)
+	cc.gov.OwnSetupDone(ep.Addr, took, err)
 	d := dialOutcome{ep: ep, at: time.Now(), ok: err == nil}
 	switch {
 	case err == nil:

@@ -424,6 +424,28 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 	}
 }
 
+// OwnSetupDone records how a setup of m's own connection to addr ("ip:port") ended (dial,
+// login and first metadata read; the attempt goroutine's dialDone), took after it started:
+// at a returning host where the client is served, ours held one of the setups in flight
+// (dialgate.DialGate.OwnSetupDone). A refused dial (ErrGoverned) held nothing.
+func (m *govMember) OwnSetupDone(addr string, took time.Duration, err error) {
+	if m == nil || errors.Is(err, ErrGoverned) {
+		return
+	}
+	ap, ok := parseAddrPort(addr)
+	if !ok {
+		return
+	}
+	outcome := dialgate.SetupOK
+	switch {
+	case adapter.SetupBusy(err):
+		outcome = dialgate.SetupBusy
+	case err != nil:
+		outcome = dialgate.SetupFailed
+	}
+	m.locked(func(d *dialgate.DialGate, now time.Time) { d.OwnSetupDone(now, ap, took, outcome) })
+}
+
 // evidenceSinks returns the members' evidence sinks (g.mu held).
 func (g *dialGovernor) evidenceSinks() []func(string) {
 	var sinks []func(string)

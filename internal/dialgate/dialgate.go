@@ -105,6 +105,7 @@ type gateHost struct {
 	window  time.Duration // the pause's range, doubled per slow-down signal
 	served  bool          // a driver's pool setup was ready since the host came back
 	booked  bool          // a driver's pool setup was admitted since the host came back (at lastSet)
+	ownSlot bool          // ours holds one of the setups in flight (OwnSetupDone ends it)
 	waiting bool          // ours (down) was refused while the host returns: SetupDone says when to re-arm it
 }
 
@@ -259,7 +260,7 @@ func (d *DialGate) HostDown(now time.Time, addr netip.AddrPort) {
 
 // forgetSetups forgets h's setups in flight: h is known down, so they will fail or hang, and
 // none may hold the next setup when h comes back.
-func (h *gateHost) forgetSetups() { h.setups, h.waiting = 0, false }
+func (h *gateHost) forgetSetups() { h.setups, h.waiting, h.ownSlot = 0, false, false }
 
 // Admit decides whether a dial to addr may be made at now, and books it if so: a host slot,
 // a budget dial, or both. Every allowed dial must be followed by one Done.
@@ -334,6 +335,10 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		}
 	}
 	limited := !h.down && h.limit > 0 && !own // a driver's setup to a returning host: booked if allowed
+	// Ours, once the client is served at a returning host, is one of its setups there: it
+	// holds a slot until OwnSetupDone, so that it and the driver's other setups go one after
+	// another.
+	ownSlot := !h.down && h.limit > 0 && own && h.served
 	if limited {
 		if v := h.returning(now); !v.Allowed() {
 			return v
@@ -344,9 +349,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		}
 	}
 	if !h.down && h.accepted == d.epoch {
-		if limited {
-			h.book(now)
-		}
+		h.take(now, limited, ownSlot)
 		return VerdictPass // it accepted a dial during this outage: never starve it
 	}
 	if h.down && now.Before(h.next) {
@@ -381,10 +384,20 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 	if h.down {
 		h.next = now.Add(d.hostBackoff(now, h))
 	}
-	if limited {
-		h.book(now)
-	}
+	h.take(now, limited, ownSlot)
 	return v
+}
+
+// take books an admitted setup at h: a driver's pool setup to a returning host (limited), or
+// ours once the client is served there (ownSlot).
+func (h *gateHost) take(now time.Time, limited, ownSlot bool) {
+	switch {
+	case limited:
+		h.book(now)
+	case ownSlot:
+		h.setups++
+		h.lastSet, h.ownSlot = now, true
+	}
 }
 
 // returning decides a driver's setup to a returning host h (limited, not known down); one
@@ -458,7 +471,7 @@ func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 // its UP announcement), to one setup in flight, inflight of which are running already.
 func (h *gateHost) startReturn(now time.Time, inflight int) {
 	h.limit, h.setups, h.lastSet, h.served, h.waiting = 1, inflight, now, false, false
-	h.booked = inflight > 0
+	h.booked, h.ownSlot = inflight > 0, false
 }
 
 // PauseUntil returns the end of addr's slow-down pause (zero or past: none).
@@ -495,6 +508,22 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 // end after a slow-down signal; zero when ours was not waiting.
 func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
 	return d.setupDone(now, addr, took, outcome, Pool)
+}
+
+// OwnSetupDone records how a setup of ours to addr ended (its dial, login and first metadata
+// read), took after it started: if it held one of the host's setups in flight (the client
+// served there, AdmitOwn while down), that slot is free again, and its slow-down signals pause
+// the host as a driver's setup's do. Any other setup of ours leaves the host as it is.
+func (d *DialGate) OwnSetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) {
+	h := d.hosts[addr]
+	if h == nil || !h.ownSlot {
+		return
+	}
+	h.ownSlot = false
+	if h.setups > 0 {
+		h.setups--
+	}
+	d.setupDone(now, addr, took, outcome, Control)
 }
 
 // ControlSetupDone records how a setup of the driver's own control connection to addr ended,

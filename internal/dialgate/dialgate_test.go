@@ -841,3 +841,30 @@ func TestDialGateReturnRefusedSetupBooksNothing(t *testing.T) {
 	_, inflight = gate.Limit(hostA)
 	assert.Equal(t, 1, inflight)
 }
+
+// Once the client is served at a returning host, ours (down) is one of its setups there: it
+// holds a slot until OwnSetupDone, so the driver's next setup waits for it, and its slow
+// login pauses the host as a driver's does. Before, ours took no slot and went beside the
+// driver's second pool connection at the pause's end: two logins of a served client in the
+// node's queue at once. Checked to fail with ownSlot never set (the driver's setup passed).
+func TestDialGateReturnOursHoldsASlotOnceServed(t *testing.T) {
+	u := 0.5
+	now := at(5 * time.Second)
+	gate := oursDownReturning(t, &u)
+	ready := now.Add(80 * time.Millisecond)
+	gate.SetupDone(ready, hostA, 80*time.Millisecond, SetupOK) // served, fast: limit 2
+	gate.SetupDone(ready, hostA, 0, SetupBusy)                 // a busy signal: limit 1, paused
+	after := gate.PauseUntil(hostA)
+	require.Equal(t, VerdictPass, gate.AdmitOwn(after, hostA))
+	limit, inflight := gate.Limit(hostA)
+	require.Equal(t, 1, limit)
+	assert.Equal(t, 1, inflight, "ours holds the slot")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(after, hostA), "the driver's next setup waits for ours")
+	gate.OwnSetupDone(after.Add(3*time.Second), hostA, 3*time.Second, SetupOK) // slow
+	_, inflight = gate.Limit(hostA)
+	assert.Zero(t, inflight)
+	assert.Equal(t, VerdictSlowDown, gate.Admit(after.Add(3*time.Second), hostA), "ours' slow login paused the host")
+	gate.OwnSetupDone(after.Add(4*time.Second), hostA, time.Second, SetupBusy)
+	_, inflight = gate.Limit(hostA)
+	assert.Zero(t, inflight, "a second end of the same setup frees nothing")
+}
