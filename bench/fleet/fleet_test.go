@@ -29,6 +29,19 @@ func TestQuantile(t *testing.T) {
 	assert.InDelta(t, -1.0, quantile(nil, 0.5), 1e-9)
 }
 
+// The return's login rate counts the setups that succeeded from the node answering (2.5 s
+// after the fault) to T100 (4 s later), the seconds at the edges in part: 5 + 10 + 10 + 10 +
+// 5 = 40 setups over 4 s is 10 logins/s, and K = 60 over it a 6 s floor.
+func TestReturnLoginRate(t *testing.T) {
+	r := Row{K: 60, T100: 4, ReadyAfterFaultS: 2.5, Setups: setups{OKPerSecond: []int64{99, 99, 10, 10, 10, 10, 10, 99}}}
+	r.returnRate()
+	assert.InDelta(t, 10.0, r.ReturnLoginRate, 1e-9)
+	assert.InDelta(t, 6.0, r.FloorAtReturnRate, 1e-9)
+	unserved := Row{K: 60, T100: -1, ReadyAfterFaultS: 2.5, Setups: setups{OKPerSecond: []int64{10}}}
+	unserved.returnRate()
+	assert.Zero(t, unserved.ReturnLoginRate, "no T100: no rate")
+}
+
 func TestSetupsByError(t *testing.T) {
 	w := &worker{since: time.Now()}
 	w.setupEnded(time.Now(), nil)
@@ -43,6 +56,7 @@ func TestSetupsByError(t *testing.T) {
 	assert.Equal(t, int64(1), w.set.Failed)
 	assert.Equal(t, int64(1), w.set.ByError["dial tcp ADDR: connect: connection refused"])
 	assert.Equal(t, []int64{2, 1}, w.set.PerSecond)
+	assert.Equal(t, []int64{1}, w.set.OKPerSecond)
 	for _, l := range lanes {
 		assert.Positive(t, l.conns, l.name)
 	}

@@ -251,12 +251,38 @@ type Row struct {
 	// answering CQL: setups.per_second counts from the fault, the T columns from the answer.
 	// Absent (0) in rows measured before it was recorded.
 	ReadyAfterFaultS float64 `json:"ready_after_fault_s,omitempty"`
+	// ReturnLoginRate is the logins per second the node completed for the fleet during the
+	// return: the setups that succeeded from the node answering CQL to T100 (the last client
+	// serving), divided by T100. FloorAtReturnRate is K ÷ it: the serving floor at the rate
+	// the node actually kept up after the fault, beside FloorServing's idle rate. Absent (0)
+	// in rows measured before they were recorded, and when some client never served.
+	ReturnLoginRate   float64 `json:"return_logins_per_s,omitempty"`
+	FloorAtReturnRate float64 `json:"floor_at_return_rate_s,omitempty"`
+}
+
+// returnRate sets r's ReturnLoginRate and FloorAtReturnRate from its setups and T100.
+func (r *Row) returnRate() {
+	if r.T100 <= 0 || r.ReadyAfterFaultS <= 0 || len(r.Setups.OKPerSecond) == 0 {
+		return
+	}
+	from, to := r.ReadyAfterFaultS, r.ReadyAfterFaultS+r.T100
+	var ok float64
+	for i, v := range r.Setups.OKPerSecond {
+		// The part of second [i, i+1) inside [from, to], counts spread evenly over it.
+		if part := min(float64(i+1), to) - max(float64(i), from); part > 0 {
+			ok += float64(v) * part
+		}
+	}
+	if ok > 0 {
+		r.ReturnLoginRate = round2(ok / r.T100)
+		r.FloorAtReturnRate = round2(float64(r.K) / r.ReturnLoginRate)
+	}
 }
 
 func (r Row) line() string {
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  cpu server %.1f fleet %.1f s",
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  cpu server %.1f fleet %.1f s",
 		r.Lane, r.Fault, r.K, r.Cost, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ServerCPU, r.FleetCPU)
+		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, r.ServerCPU, r.FleetCPU)
 }
 
 // run starts one node per cost (the role's hash decides the cost), measures the floor, then
@@ -570,6 +596,7 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	}
 	r.FirstOK = firsts
 	r.T50, r.T95, r.T100 = quantile(firsts, 0.5), quantile(firsts, 0.95), quantile(firsts, 1)
+	r.returnRate()
 	return r, nil
 }
 

@@ -37,8 +37,8 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | server CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | server CPU s | fleet CPU s |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	t := func(v float64) string {
 		if v < 0 {
 			return "never"
@@ -51,9 +51,13 @@ func table(rows []Row, floors map[string]Floor) string {
 			t100 = fmt.Sprintf("> %.0f (%d unserved)", r.Window, r.Unserved)
 		}
 		refused := refusedSetups(r.Setups)
-		fmt.Fprintf(&b, "| %d | %s | %d | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %.1f | %.1f |\n",
+		rate := "–"
+		if r.ReturnLoginRate > 0 {
+			rate = fmt.Sprintf("%.1f (%.1f)", r.ReturnLoginRate, r.FloorAtReturnRate)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %s | %.1f | %.1f |\n",
 			r.Cost, r.Fault, r.K, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
-			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ServerCPU, r.FleetCPU)
+			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, rate, r.ServerCPU, r.FleetCPU)
 	}
 	return b.String()
 }

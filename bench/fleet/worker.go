@@ -52,8 +52,9 @@ type setups struct {
 	// Started: no packet left the client).
 	NotSent int64            `json:"not_sent_governor"`
 	ByError map[string]int64 `json:"by_error,omitempty"`
-	// PerSecond is setups ended in each second after "down".
-	PerSecond []int64 `json:"per_second,omitempty"`
+	// PerSecond is setups ended in each second after "down"; OKPerSecond those that succeeded.
+	PerSecond   []int64 `json:"per_second,omitempty"`
+	OKPerSecond []int64 `json:"ok_per_second,omitempty"`
 }
 
 func (s *setups) add(o setups) {
@@ -68,12 +69,23 @@ func (s *setups) add(o setups) {
 		}
 		s.ByError[k] += v
 	}
-	for i, v := range o.PerSecond {
-		for len(s.PerSecond) <= i {
-			s.PerSecond = append(s.PerSecond, 0)
-		}
-		s.PerSecond[i] += v
+	addSeries(&s.PerSecond, o.PerSecond)
+	addSeries(&s.OKPerSecond, o.OKPerSecond)
+}
+
+// addSeries adds o to *s second by second, growing *s as needed.
+func addSeries(s *[]int64, o []int64) {
+	for i, v := range o {
+		countAt(s, i, v)
 	}
+}
+
+// countAt adds v to (*s)[i], growing *s as needed.
+func countAt(s *[]int64, i int, v int64) {
+	for len(*s) <= i {
+		*s = append(*s, 0)
+	}
+	(*s)[i] += v
 }
 
 type worker struct {
@@ -127,10 +139,10 @@ func (w *worker) setupEnded(end time.Time, err error) {
 		w.set.ByError[errorText(err)]++
 	}
 	sec := int(end.Sub(w.since) / time.Second)
-	for len(w.set.PerSecond) <= sec {
-		w.set.PerSecond = append(w.set.PerSecond, 0)
+	countAt(&w.set.PerSecond, sec, 1)
+	if err == nil {
+		countAt(&w.set.OKPerSecond, sec, 1)
 	}
-	w.set.PerSecond[sec]++
 }
 
 // ObserveConnect implements gocql.ConnectObserver.
