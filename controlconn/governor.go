@@ -74,7 +74,8 @@ const (
 // clients queued behind it). A setup holds the next at most 21 s, and a host known down
 // forgets its setups in flight. The data path first: ours (while down) and gocql's own control
 // connection wait for the driver's first pool setup to a returning host and for its pause, and
-// take no setup slot; ours is re-armed for that host when the setup ends.
+// take no setup slot until the client is served there (then ours holds one until its own
+// setup ends); ours is re-armed for that host when the driver's setup ends.
 type Governor struct {
 	// Off turns the governor off: WithDialGovernor(Governor{Off: true}) is the one way to opt
 	// out of what New and gocqlv2.New install by default. The driver's sessions then dial as
