@@ -77,6 +77,12 @@ func (c *Cluster) CreateRole(ctx context.Context, r Role) error {
 		return err
 	}
 	defer s.Close()
+	if rf := c.cfg.AuthReplication; rf > 1 {
+		q := fmt.Sprintf("ALTER KEYSPACE system_auth WITH replication = {'class': 'SimpleStrategy', 'replication_factor': %d}", rf)
+		if err := s.Query(q).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("realcluster: system_auth replication %d: %w", rf, err)
+		}
+	}
 	return s.Query(createRoleCQL(r)).WithContext(ctx).Consistency(gocql.Quorum).Exec()
 }
 

@@ -53,6 +53,12 @@ type Config struct {
 	SuperuserSetupDelay time.Duration
 	// Roles are created once every node has started (CreateRole), before Start returns.
 	Roles []Role
+	// AuthReplication, when above 1, is the replication factor CreateRole gives system_auth
+	// (SimpleStrategy) before it creates a role, so that the role is stored on that many nodes
+	// and a login on one node does not need another that may be down (Cassandra leaves
+	// system_auth at 1). Zero leaves it as Cassandra has it. Roles created before it (the
+	// default superuser) keep their one replica.
+	AuthReplication int
 	// TLS, when set, turns on client-to-node encryption (see TLS).
 	TLS *TLS
 	// YAML lines appended to every node's cassandra.yaml ("key: value").
@@ -109,6 +115,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("realcluster: HeapMB %d: Cassandra 5.0 needs at least 256", c.HeapMB)
 	case len(c.Roles) > 0 && !c.PasswordAuth:
 		return errors.New("realcluster: Roles need PasswordAuth")
+	case c.AuthReplication < 0 || c.AuthReplication > c.Nodes:
+		return fmt.Errorf("realcluster: AuthReplication %d: want 0 to Nodes (%d)", c.AuthReplication, c.Nodes)
 	case c.Port < 1 || c.Port > 65535 || c.StoragePort < 1 || c.StoragePort > 65535 || c.Port == c.StoragePort:
 		return fmt.Errorf("realcluster: ports %d/%d: want two distinct ports", c.Port, c.StoragePort)
 	}

@@ -34,6 +34,8 @@ func TestConfigValidation(t *testing.T) {
 		{Config{BaseIP: "10.0.0.1"}, "loopback"},
 		{Config{BaseIP: "127.0.0.250", Nodes: 9}, "no room"},
 		{Config{Port: 7000}, "distinct"},
+		{Config{Nodes: 3, AuthReplication: 4}, "AuthReplication 4"},
+		{Config{Nodes: 1, AuthReplication: -1}, "AuthReplication -1"},
 	} {
 		err := tc.cfg.withDefaults().validate()
 		require.Error(t, err, "%+v", tc.cfg)

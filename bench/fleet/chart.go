@@ -54,11 +54,12 @@ func readResults(path string) (*Results, error) {
 	return &res, nil
 }
 
-// chartCase is one cell: the rows of one cost, fault and K.
+// chartCase is one cell: the rows of one cost, fault, K and cluster size.
 type chartCase struct {
 	cost  int
 	fault string
 	k     int
+	nodes int
 	rows  []Row
 }
 
@@ -83,9 +84,11 @@ func chartCases(rows []Row) ([]chartCase, error) {
 				return nil, fmt.Errorf("row %s: first_ok_s holds %v", name, f)
 			}
 		}
-		i := slices.IndexFunc(cases, func(c chartCase) bool { return c.cost == r.Cost && c.fault == r.Fault && c.k == r.K })
+		i := slices.IndexFunc(cases, func(c chartCase) bool {
+			return c.cost == r.Cost && c.fault == r.Fault && c.k == r.K && c.nodes == r.nodes()
+		})
 		if i < 0 {
-			cases = append(cases, chartCase{cost: r.Cost, fault: r.Fault, k: r.K})
+			cases = append(cases, chartCase{cost: r.Cost, fault: r.Fault, k: r.K, nodes: r.nodes()})
 			i = len(cases) - 1
 		}
 		cases[i].rows = append(cases[i].rows, r)
@@ -95,7 +98,7 @@ func chartCases(rows []Row) ([]chartCase, error) {
 		slices.SortStableFunc(c.rows, func(a, b Row) int { return order[a.Lane] - order[b.Lane] })
 	}
 	slices.SortFunc(cases, func(a, b chartCase) int {
-		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.fault, b.fault), cmp.Compare(a.k, b.k))
+		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(a.nodes, b.nodes), cmp.Compare(a.fault, b.fault), cmp.Compare(a.k, b.k))
 	})
 	return cases, nil
 }
@@ -122,7 +125,7 @@ func writeFleetChart(res *Results, path string) error {
 	return chart.WriteFiles(path, fleetChartW, h, func(c draw.Canvas) error { return drawFleet(c, res, cases, cols, rowsOf) })
 }
 
-// grid places the cells: a column per K, a row per cost and fault.
+// grid places the cells: a column per K, a row per cost, cluster size and fault.
 func grid(cases []chartCase) (cols []int, rowsOf []string) {
 	for _, c := range cases {
 		if !slices.Contains(cols, c.k) {
@@ -136,7 +139,7 @@ func grid(cases []chartCase) (cols []int, rowsOf []string) {
 	return cols, rowsOf
 }
 
-func rowKey(c chartCase) string { return fmt.Sprintf("%d/%s", c.cost, c.fault) }
+func rowKey(c chartCase) string { return fmt.Sprintf("%d/%d/%s", c.cost, c.nodes, c.fault) }
 
 var faultNames = map[string]string{"kill": "SIGKILL, restart at once", "disablebinary": "nodetool disablebinary, enablebinary"}
 
@@ -145,8 +148,12 @@ func drawFleet(c draw.Canvas, res *Results, cases []chartCase, cols []int, rowsO
 	c.Fill(c.Rectangle.Path())
 	ts := chart.Text(15)
 	ts.XAlign, ts.YAlign = draw.XCenter, draw.YTop
+	where := "one Cassandra %s node"
+	if slices.ContainsFunc(cases, func(cs chartCase) bool { return cs.nodes > 1 }) {
+		where = "Cassandra %s (one node, or as many as a cell says)"
+	}
 	c.FillText(ts, vg.Point{X: c.Center().X, Y: c.Max.Y - vg.Points(8)}, fmt.Sprintf(
-		"A fleet's return on one Cassandra %s node: K clients, each its own driver, logging in with PasswordAuthenticator (%d cores)",
+		"A fleet's return on "+where+": K clients, each its own driver, logging in with PasswordAuthenticator (%d cores)",
 		res.Cassandra, res.Machine.CPUs))
 
 	// The legend, one line across the top: the lanes present, then the marks.
@@ -192,7 +199,7 @@ func drawFleet(c draw.Canvas, res *Results, cases []chartCase, cols []int, rowsO
 		cell.Max.Y = body.Max.Y - vg.Length(ri)*cellH
 		cell.Min.Y = cell.Max.Y - cellH
 		if err := drawCase(cell, res, cs); err != nil {
-			return fmt.Errorf("cost %d %s K=%d: %w", cs.cost, cs.fault, cs.k, err)
+			return fmt.Errorf("cost %d %s K=%d nodes %d: %w", cs.cost, cs.fault, cs.k, cs.nodes, err)
 		}
 	}
 	return nil
@@ -235,9 +242,14 @@ func drawCase(cell draw.Canvas, res *Results, cs chartCase) error {
 			end = max(end, s+float64(len(r.Setups.PerSecond)))
 		}
 	}
-	title := fmt.Sprintf("K = %d, bcrypt cost %d: %s", cs.k, cs.cost, faultNames[cs.fault])
-	if faultNames[cs.fault] == "" {
-		title = fmt.Sprintf("K = %d, bcrypt cost %d: %s", cs.k, cs.cost, cs.fault)
+	fault := faultNames[cs.fault]
+	if fault == "" {
+		fault = cs.fault
+	}
+	title := fmt.Sprintf("K = %d, bcrypt cost %d: %s", cs.k, cs.cost, fault)
+	if cs.nodes > 1 {
+		// The fault hits every node but node 1 (faultedNodes); "the node answers" is the last.
+		title = fmt.Sprintf("K = %d, bcrypt cost %d, %d nodes: %s on nodes 2–%d", cs.k, cs.cost, cs.nodes, fault, cs.nodes)
 	}
 
 	serving := newPanel(title, "clients serving, fraction of K")

@@ -2,14 +2,19 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
@@ -68,8 +73,8 @@ func (e errorf) Error() string { return string(e) }
 
 // The fleet harness end to end on one real node, short (make real): 20 clients of gocql alone
 // and of cqlcontrol governed through the native transport off for 5 s. It fails when the
-// harness breaks (a client that never serves again, no setups or logins counted, no floor), not
-// on a latency bound.
+// harness breaks (a client that never serves again, no setups or logins counted, no floor, no
+// canary figures), not on a latency bound.
 func TestRealFleetSmoke(t *testing.T) {
 	realcluster.RequireReal(t)
 	if err := realcluster.LookTools(); err != nil {
@@ -77,7 +82,7 @@ func TestRealFleetSmoke(t *testing.T) {
 	}
 	p := plan{lanes: []string{"gocql", "cqlcontrol-governed"}, faults: []string{"disablebinary"}, ks: []int{20}, costs: []int{10},
 		perProc: 10, binaryOff: 5 * time.Second, capAfter: 30 * time.Second, ip: "127.0.0.112",
-		settle: time.Second, tail: 3 * time.Second, floorWarm: time.Second, floorWindow: 2 * time.Second}
+		settle: time.Second, tail: 3 * time.Second, floorWarm: time.Second, floorWindow: 2 * time.Second, canarySteady: 2 * time.Second}
 	res, err := run(p, func(r Row, _ *Results) { t.Log(r.line()) })
 	require.NoError(t, err)
 	require.Positive(t, res.Floors["10"].LoginsPerSec, "the floor")
@@ -91,6 +96,9 @@ func TestRealFleetSmoke(t *testing.T) {
 		assert.GreaterOrEqual(t, r.AuthTasks, r.ServerLogins, "%s: the auth executor handled every login", r.Lane)
 		assert.GreaterOrEqual(t, r.T100, r.T50, r.Lane)
 		assert.GreaterOrEqual(t, r.ReadyAfterFaultS, 5.0, "%s: the node answered after the 5 s off", r.Lane)
+		assert.True(t, r.hasCanary(), "%s: the canary's steady window", r.Lane)
+		assert.GreaterOrEqual(t, r.CanarySteadyP99Ms, r.CanarySteadyP50Ms, r.Lane)
+		assert.Zero(t, r.Nodes, "%s: one node, not recorded", r.Lane)
 	}
 	require.NoError(t, writeFleetChart(res, filepath.Join(t.TempDir(), "fleet")), "the chart draws from the rows")
 }
@@ -164,4 +172,239 @@ func TestChartOfCheckedInResults(t *testing.T) {
 	res, err := readResults("results.json")
 	require.NoError(t, err)
 	require.NoError(t, writeFleetChart(res, filepath.Join(t.TempDir(), "fleet")))
+}
+
+// Nearest-rank percentiles of known latency lists, in any order.
+func TestPercentileMs(t *testing.T) {
+	ms := func(vs ...float64) []time.Duration {
+		var out []time.Duration
+		for _, v := range vs {
+			out = append(out, time.Duration(v*float64(time.Millisecond)))
+		}
+		return out
+	}
+	var hundred []float64
+	for i := 100; i >= 1; i-- {
+		hundred = append(hundred, float64(i))
+	}
+	assert.InDelta(t, 50.0, percentileMs(ms(hundred...), 0.5), 1e-9)
+	assert.InDelta(t, 99.0, percentileMs(ms(hundred...), 0.99), 1e-9)
+	assert.InDelta(t, 100.0, percentileMs(ms(hundred...), 1), 1e-9)
+	// 101 queries: the 99th percentile is the 100th smallest, the single worst one is above it.
+	assert.InDelta(t, 100.0, percentileMs(ms(append(hundred, 5000)...), 0.99), 1e-9)
+	// Few queries: one slow query out of ten is the p99.
+	assert.InDelta(t, 2.0, percentileMs(ms(1, 2, 3, 2, 1, 2, 2, 1, 2, 3), 0.5), 1e-9)
+	assert.InDelta(t, 4000.0, percentileMs(ms(1, 2, 3, 2, 1, 4000, 2, 1, 2, 3), 0.99), 1e-9)
+	assert.InDelta(t, 0.45, percentileMs(ms(0.4512), 0.5), 1e-9, "to 0.01 ms")
+	assert.Zero(t, percentileMs(nil, 0.5), "no queries: 0")
+}
+
+// A window holds the queries begun in [from, to): one begun at from is in, one begun at to is
+// out; a failed query counts in the percentiles at its elapsed time and in Errors.
+func TestCanaryWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	samples := []canarySample{
+		{Start: at(-0.1), Latency: time.Millisecond},                      // before from: out
+		{Start: at(0), Latency: 2 * time.Millisecond},                     // at from: in
+		{Start: at(0.1), Latency: 3 * time.Millisecond},                   // in
+		{Start: at(0.2), Latency: 5 * time.Second, Failed: true},          // in, a timeout
+		{Start: at(0.3), Latency: 4 * time.Millisecond},                   // in
+		{Start: at(1), Latency: 900 * time.Millisecond},                   // at to: out
+		{Start: at(1.1), Latency: 800 * time.Millisecond, Failed: true},   // after: out
+		{Start: at(0.05), Latency: 200 * time.Microsecond, Failed: false}, // in, ended out of order
+	}
+	st := canaryWindow(samples, at(0), at(1))
+	assert.Equal(t, 5, st.Queries)
+	assert.Equal(t, 1, st.Errors)
+	assert.InDelta(t, 3.0, st.P50Ms, 1e-9, "0.2, 2, 3, 4, 5000 ms: the 3rd")
+	assert.InDelta(t, 5000.0, st.P99Ms, 1e-9, "the failed query at its 5 s")
+	assert.Equal(t, canaryStats{}, canaryWindow(samples, at(5), at(6)), "an empty window: nothing")
+	assert.Equal(t, canaryStats{}, canaryWindow(samples, at(0.5), at(0.5)), "from = to: nothing")
+}
+
+// The return window ends when the last client served, or at the cap when one never did (or
+// served only after it).
+func TestReturnWindowEnd(t *testing.T) {
+	ready := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	capAfter := 180 * time.Second
+	assert.Equal(t, ready.Add(23070*time.Millisecond), returnWindowEnd(ready, 23.07, 0, capAfter))
+	assert.Equal(t, ready, returnWindowEnd(ready, 0, 0, capAfter), "every client served before the node answered: empty")
+	assert.Equal(t, ready.Add(capAfter), returnWindowEnd(ready, -1, 3, capAfter), "unserved: the cap")
+	assert.Equal(t, ready.Add(capAfter), returnWindowEnd(ready, 100, 1, capAfter), "unserved with a T100: the cap")
+	assert.Equal(t, ready.Add(capAfter), returnWindowEnd(ready, 185, 0, capAfter), "served in the tail, after the cap: the cap")
+}
+
+func TestNodes(t *testing.T) {
+	require.NoError(t, validNodes(1))
+	require.NoError(t, validNodes(3))
+	for _, n := range []int{0, 2, 4, -1} {
+		assert.ErrorContains(t, validNodes(n), "want 1", n)
+	}
+	assert.Equal(t, []int{0}, faultedNodes(1), "one node: it is the fault")
+	assert.Equal(t, []int{1, 2}, faultedNodes(3), "three nodes: node 1 (index 0) is never faulted")
+	assert.Equal(t, 1, plan{}.withDefaults().nodes)
+	require.NoError(t, validFault("kill"))
+	require.NoError(t, validFault("disablebinary"))
+	assert.ErrorContains(t, validFault("pause"), `no fault "pause"`)
+}
+
+func TestAddLogins(t *testing.T) {
+	a := realcluster.Logins{AuthTasks: 10, Success: 7, Failure: 1}
+	b := realcluster.Logins{AuthTasks: 5, Success: 4, Failure: 0}
+	assert.Equal(t, realcluster.Logins{AuthTasks: 15, Success: 11, Failure: 1}, addLogins(a, b))
+	assert.Equal(t, a, addLogins(realcluster.Logins{}, a), "the zero value is the sum of no node")
+	unread := realcluster.Logins{AuthTasks: 5, Success: -1, Failure: -1}
+	assert.Equal(t, realcluster.Logins{AuthTasks: 15, Success: -1, Failure: -1}, addLogins(a, unread), "one node unread: unread")
+}
+
+// With 3 nodes the canary's only contact point is node 1 and its filter refuses the others;
+// with one node it connects as the fleet does.
+func TestCanaryConfig(t *testing.T) {
+	hosts := []string{"127.0.0.111", "127.0.0.112", "127.0.0.113"}
+	cfg := canaryConfig(hosts, 9042, user, password)
+	assert.Equal(t, []string{"127.0.0.111"}, cfg.Hosts)
+	require.NotNil(t, cfg.HostFilter)
+	accept := func(ip string) bool {
+		return cfg.HostFilter.Accept((&gocql.HostInfo{}).SetConnectAddress(net.ParseIP(ip)))
+	}
+	assert.True(t, accept("127.0.0.111"))
+	assert.False(t, accept("127.0.0.112"))
+	assert.False(t, accept("127.0.0.113"))
+	assert.Equal(t, gocql.PasswordAuthenticator{Username: user, Password: password}, cfg.Authenticator)
+
+	one := canaryConfig(hosts[:1], 9042, user, password)
+	assert.Equal(t, hosts[:1], one.Hosts)
+	assert.Nil(t, one.HostFilter)
+}
+
+// The canary against a simulated 3-node cluster: pinned, it connects to node 1 only and keeps
+// serving while nodes 2 and 3 are killed; closed, it leaves no goroutine behind.
+func TestCanaryPinnedAndClosed(t *testing.T) {
+	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 3, BaseIP: "127.0.49.1", Username: user, Password: password})
+	require.NoError(t, err)
+	defer func() { _ = sim.Close() }()
+	var hosts []string
+	for _, n := range sim.Nodes() {
+		hosts = append(hosts, n.IP().String())
+	}
+	base := runtime.NumGoroutine()
+	cn, err := startCanary(canaryConfig(hosts, sim.Port(), user, password), 20*time.Millisecond)
+	require.NoError(t, err)
+	require.NoError(t, cn.awaitServing(10*time.Second))
+	// Its control connection and its pool of NumConns 2, the pool filled after the first query.
+	require.Eventually(t, func() bool { return cn.loginsSince(time.Time{}) >= 3 }, 10*time.Second, 10*time.Millisecond)
+	assert.Positive(t, sim.Node(0).Conns())
+	assert.Zero(t, sim.Node(1).Conns(), "pinned: no connection to node 2")
+	assert.Zero(t, sim.Node(2).Conns(), "pinned: no connection to node 3")
+	faultAt := time.Now()
+	sim.Node(1).Kill()
+	sim.Node(2).Kill()
+	time.Sleep(300 * time.Millisecond)
+	samples := cn.close()
+	assert.Zero(t, cn.loginsSince(faultAt), "node 1 never went away: no login after the fault")
+	after := canaryWindow(samples, faultAt, time.Now())
+	assert.GreaterOrEqual(t, after.Queries, 5, "it kept querying at its rate")
+	assert.Zero(t, after.Errors, "node 1 kept answering")
+	assert.Positive(t, after.P50Ms)
+	cn.close() // again: nothing
+	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= base }, 10*time.Second, 50*time.Millisecond,
+		"goroutines: %d before the canary", base)
+}
+
+// A row says its cluster size only when it is not 1, and its canary figures only when it has
+// them: rows of earlier runs read and write back as they were, and a 3-node row does not
+// replace the 1-node row of the same lane, fault, K and cost.
+func TestRowNodesAndCanaryFields(t *testing.T) {
+	old := Row{Lane: "gocql", Fault: "kill", K: 300, Cost: 10, Processes: 3, T100: 20}
+	raw, err := json.Marshal(old)
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), `"nodes"`)
+	assert.NotContains(t, string(raw), `canary`)
+	assert.Equal(t, 1, old.nodes())
+	assert.False(t, old.hasCanary())
+
+	three := old
+	three.Nodes = 3
+	three.setCanary(canaryStats{P50Ms: 0.45, P99Ms: 1.2, Queries: 100}, canaryStats{P50Ms: 0.8, P99Ms: 15.3, Queries: 120, Errors: 3})
+	raw, err = json.Marshal(three)
+	require.NoError(t, err)
+	for _, s := range []string{`"nodes":3`, `"canary_steady_p50_ms":0.45`, `"canary_steady_p99_ms":1.2`, `"canary_return_p50_ms":0.8`,
+		`"canary_return_p99_ms":15.3`, `"canary_errors":3`, `"canary_queries":120`} {
+		assert.Contains(t, string(raw), s)
+	}
+	assert.Contains(t, three.line(), "nodes=3")
+	assert.Contains(t, three.line(), "canary p50/p99 steady 0.45/1.20 ms, return 0.80/15.30 ms (120 queries, 3 failed)")
+	assert.NotContains(t, old.line(), "canary")
+	assert.NotContains(t, old.line(), "nodes=")
+
+	assert.Equal(t, "gocql/kill/300/10", measurementKey(old), "a 1-node row keeps its key")
+	one := old
+	one.Nodes = 1
+	assert.Equal(t, measurementKey(old), measurementKey(one))
+	assert.NotEqual(t, measurementKey(old), measurementKey(three))
+	path := filepath.Join(t.TempDir(), "results.json")
+	require.NoError(t, merge(path, &Results{Floors: map[string]Floor{}, Rows: []Row{old}}))
+	require.NoError(t, merge(path, &Results{Floors: map[string]Floor{}, Rows: []Row{three}}))
+	got, err := readResults(path)
+	require.NoError(t, err)
+	assert.Equal(t, []Row{old, three}, got.Rows)
+}
+
+// The table: the canary's column ("–" for a row without it, or for an empty return window),
+// the node count in the K cell of a 3-node row, ordered after the 1-node rows of its K.
+func TestTable(t *testing.T) {
+	old := Row{Lane: "gocql", Fault: "kill", K: 300, Cost: 10, Processes: 3, T50: 5, T95: 9, T100: 10, ServerLogins: 900, FloorServing: 12.2}
+	three := old
+	three.Nodes = 3
+	three.setCanary(canaryStats{P50Ms: 0.45, P99Ms: 1.2, Queries: 100}, canaryStats{P50Ms: 0.8, P99Ms: 15.3, Queries: 120, Errors: 3})
+	emptyReturn := old
+	emptyReturn.Lane = "cqlcontrol-governed"
+	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
+	out := table([]Row{three, emptyReturn, old}, map[string]Floor{"10": {Cost: 10, LoginsPerSec: 24.5}})
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 7, out)
+	assert.Equal(t, "Floor at bcrypt cost 10: 24.5 logins/s.", lines[0])
+	header, sep := lines[2], lines[3]
+	assert.True(t, strings.HasSuffix(header, "| fleet CPU s | canary p50 / p99 ms steady → return |"), header)
+	cols := strings.Count(header, "|")
+	assert.Equal(t, cols, strings.Count(sep, "|"))
+	for _, l := range lines[4:] {
+		assert.Equal(t, cols, strings.Count(l, "|"), l)
+	}
+	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | 0.0 | 0.0 | – |", lines[4])
+	assert.True(t, strings.HasPrefix(lines[5], "| 10 | kill | 300 | 3 | cqlcontrol-governed |"), lines[5])
+	assert.True(t, strings.HasSuffix(lines[5], "| 0.50 / 0.90 → – |"), lines[5])
+	assert.True(t, strings.HasPrefix(lines[6], "| 10 | kill | 300 (3 nodes) | 3 | gocql |"), lines[6])
+	assert.True(t, strings.HasSuffix(lines[6], "| 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
+}
+
+// 3-node rows draw in cells of their own, titled with the node count.
+func TestChartNodesCells(t *testing.T) {
+	row := func(nodes int) Row {
+		r := Row{Lane: "gocql", Fault: "kill", K: 4, Cost: 10, Nodes: nodes, Window: 5, T100: 1, ReadyAfterFaultS: 2,
+			FirstOK: []float64{0, 0.5, 1, 1}, Setups: setups{PerSecond: []int64{4, 0, 8}}}
+		return r
+	}
+	cases, err := chartCases([]Row{row(3), row(0), row(1)})
+	require.NoError(t, err)
+	require.Len(t, cases, 2, "1-node rows (nodes absent or 1) together, 3-node rows apart")
+	assert.Equal(t, 1, cases[0].nodes)
+	assert.Len(t, cases[0].rows, 2)
+	assert.Equal(t, 3, cases[1].nodes)
+	res := &Results{Cassandra: "5.0.8", Floors: map[string]Floor{"10": {Cost: 10, LoginsPerSec: 24.5}}, Rows: []Row{row(3), row(0)}}
+	path := filepath.Join(t.TempDir(), "fleet")
+	require.NoError(t, writeFleetChart(res, path))
+	svg, err := os.ReadFile(path + ".svg")
+	require.NoError(t, err)
+	assert.Contains(t, string(svg), "K = 4, bcrypt cost 10, 3 nodes: SIGKILL, restart at once on nodes 2–3")
+	assert.Contains(t, string(svg), "K = 4, bcrypt cost 10: SIGKILL, restart at once")
+}
+
+// With 3 nodes the fleet is on the faulted nodes only (the canary keeps node 1); with one
+// node, on it.
+func TestFleetHosts(t *testing.T) {
+	all := []string{"127.0.0.111", "127.0.0.112", "127.0.0.113"}
+	assert.Equal(t, []string{"127.0.0.112", "127.0.0.113"}, fleetHosts(all, 3))
+	assert.Equal(t, []string{"127.0.0.111"}, fleetHosts(all[:1], 1))
 }

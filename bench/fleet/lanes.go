@@ -19,10 +19,11 @@ type client interface {
 	Close()
 }
 
-// target is what every client is given: the node, the fleet's credentials, and the worker that
-// counts its connection setups.
+// target is what every client is given: the fleet's nodes (fleetHosts: its contact points, and
+// the only hosts it uses),
+// the fleet's credentials, and the worker that counts its connection setups.
 type target struct {
-	host           string
+	hosts          []string
 	port           int
 	user, password string
 	w              *worker
@@ -30,7 +31,8 @@ type target struct {
 
 // v1 is a gocql v1 ClusterConfig for the target, with its defaults otherwise.
 func (t target) v1() *gocql.ClusterConfig {
-	cfg := gocql.NewCluster(t.host)
+	cfg := gocql.NewCluster(t.hosts...)
+	cfg.HostFilter = gocql.WhiteListHostFilter(t.hosts...) // only the fleet's nodes (fleetHosts)
 	cfg.Port = t.port
 	cfg.Authenticator = gocql.PasswordAuthenticator{Username: t.user, Password: t.password}
 	cfg.ConnectObserver = t.w
@@ -39,7 +41,8 @@ func (t target) v1() *gocql.ClusterConfig {
 
 // v2 is an Apache gocql v2 ClusterConfig for the target, with its defaults otherwise.
 func (t target) v2() *gocql2.ClusterConfig {
-	cfg := gocql2.NewCluster(t.host)
+	cfg := gocql2.NewCluster(t.hosts...)
+	cfg.HostFilter = gocql2.WhiteListHostFilter(t.hosts...) // only the fleet's nodes (fleetHosts)
 	cfg.Port = t.port
 	cfg.Authenticator = gocql2.PasswordAuthenticator{Username: t.user, Password: t.password}
 	cfg.ConnectObserver = v2Observer{t.w}

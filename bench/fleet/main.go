@@ -3,7 +3,9 @@
 // lanes, its own ControlConnection and governor), spread over OS processes of GOMAXPROCS=1,
 // logging in with PasswordAuthenticator as a role of bcrypt cost 10 or 12, through faults of the
 // node: SIGKILL then restart, and the native transport off for 30 s (nodetool disablebinary).
-// It writes results.json and prints the table.
+// With -nodes 3 the cluster has three nodes and the fault hits nodes 2 and 3 only. Beside the
+// fleet the coordinator runs a canary client (canary.go). It writes results.json and prints
+// the table.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,10 +55,11 @@ func main() {
 		binaryOff  = flag.Duration("binary-off", 30*time.Second, "how long disablebinary keeps the native transport off")
 		tail       = flag.Duration("tail", 10*time.Second, "how long setups and logins still count after every client serves")
 		capAfter   = flag.Duration("cap", 180*time.Second, "how long after the node answers CQL to wait for every client")
-		baseIP     = flag.String("ip", "127.0.0.111", "the node's loopback address")
-		out        = flag.String("out", "results.json", "results file (rows of the same lane, fault, K and cost are replaced)")
+		baseIP     = flag.String("ip", "127.0.0.111", "the node's loopback address (node i of -nodes on this address + i)")
+		nodes      = flag.Int("nodes", 1, "nodes in the cluster: 1, or 3 (the fault hits nodes 2 and 3, never node 1)")
+		out        = flag.String("out", "results.json", "results file (rows of the same lane, fault, K, cost and nodes are replaced)")
 		// The worker's own flags.
-		wHost   = flag.String("host", "", "worker: the node")
+		wHost   = flag.String("host", "", "worker: the nodes' addresses, comma-separated (the clients' contact points)")
 		wPort   = flag.Int("port", 9042, "worker: the native port")
 		wN      = flag.Int("n", 0, "worker: clients")
 		wLane   = flag.String("lane", "", "worker: lane")
@@ -66,7 +70,7 @@ func main() {
 	)
 	flag.Parse()
 	if *worker {
-		if err := runWorker(*wLane, *wHost, *wPort, *wN, *wUser, *wPass, *waitEv, *serveEv); err != nil {
+		if err := runWorker(*wLane, split(*wHost), *wPort, *wN, *wUser, *wPass, *waitEv, *serveEv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -87,8 +91,11 @@ func main() {
 		}
 		return
 	}
+	if err := validNodes(*nodes); err != nil {
+		fatal(err)
+	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
-		capAfter: *capAfter, ip: *baseIP, waitEvery: *waitEv, serveEvery: *serveEv}
+		capAfter: *capAfter, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
 	for _, k := range split(*ksFlag) {
 		plan.ks = append(plan.ks, atoi(k))
 	}
@@ -97,6 +104,11 @@ func main() {
 	}
 	for _, l := range plan.lanes {
 		if _, err := laneByName(l); err != nil {
+			fatal(err)
+		}
+	}
+	for _, f := range plan.faults {
+		if err := validFault(f); err != nil {
 			fatal(err)
 		}
 	}
@@ -131,16 +143,21 @@ func main() {
 }
 
 type plan struct {
-	lanes, faults         []string
-	ks, costs             []int
-	perProc               int
-	binaryOff, capAfter   time.Duration
-	ip                    string
+	lanes, faults       []string
+	ks, costs           []int
+	perProc             int
+	binaryOff, capAfter time.Duration
+	ip                  string
+	// nodes is the cluster's size: 1, or 3 (validNodes).
+	nodes                 int
 	waitEvery, serveEvery time.Duration
 	// settle is the pause before each fault; floorWarm and floorWindow the floor's measurement.
 	settle, floorWarm, floorWindow time.Duration
 	// tail is how long after every client serves (or the cap) setups and logins still count.
 	tail time.Duration
+	// canaryEvery is the canary's query interval, canarySteady its steady window before the
+	// fault (canary.go's constants unless set, shorter in tests).
+	canaryEvery, canarySteady time.Duration
 }
 
 func (p plan) withDefaults() plan {
@@ -171,7 +188,62 @@ func (p plan) withDefaults() plan {
 	if p.floorWindow == 0 {
 		p.floorWindow = 10 * time.Second
 	}
+	if p.nodes == 0 {
+		p.nodes = 1
+	}
+	if p.canaryEvery == 0 {
+		p.canaryEvery = canaryEvery
+	}
+	if p.canarySteady == 0 {
+		p.canarySteady = canarySteady
+	}
 	return p
+}
+
+// validNodes accepts the cluster sizes the harness knows how to fault: 1 (the node is the
+// fault) and 3 (nodes 2 and 3 are, node 1 stays up for the canary).
+func validNodes(n int) error {
+	if n != 1 && n != 3 {
+		return fmt.Errorf("-nodes %d: want 1 (one node, faulted) or 3 (nodes 2 and 3 faulted, node 1 never)", n)
+	}
+	return nil
+}
+
+// faultedNodes are the indexes (from 0) of the nodes a fault hits in a cluster of nodes: the
+// only node, or every node but the first, which the canary is pinned to.
+// fleetHosts is the nodes the fleet's clients use, of all (the cluster's hosts): the faulted
+// ones (faultedNodes). With 3 nodes the fleet is on nodes 2 and 3 only, so that it loses
+// service when they go and its return is theirs, while the canary serves from node 1: a
+// fleet with node 1 among its hosts would keep serving through it, and would have no return
+// to measure.
+func fleetHosts(all []string, nodes int) []string {
+	var out []string
+	for _, i := range faultedNodes(nodes) {
+		if i < len(all) {
+			out = append(out, all[i])
+		}
+	}
+	return out
+}
+
+func faultedNodes(nodes int) []int {
+	if nodes <= 1 {
+		return []int{0}
+	}
+	var out []int
+	for i := 1; i < nodes; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// validFault accepts the faults runFault knows.
+func validFault(f string) error {
+	switch f {
+	case "kill", "disablebinary":
+		return nil
+	}
+	return fmt.Errorf("no fault %q (have kill, disablebinary)", f)
 }
 
 func split(s string) []string {
@@ -228,9 +300,10 @@ type Row struct {
 	Unserved int     `json:"unserved"`
 	Setups   setups  `json:"setups"`
 	// ServerLogins is the logins the node checked during the fault and return (one bcrypt
-	// check each): ClientMetrics' AuthSuccess + AuthFailure. AuthTasks is the auth executor's
-	// completed tasks over the same span (nodetool tpstats), which also counts the
-	// AUTH_RESPONSEs the node dropped unchecked (more than ServerLogins in a herd).
+	// check each), the canary's own left out: ClientMetrics' AuthSuccess + AuthFailure.
+	// AuthTasks is the auth executor's completed tasks over the same span (nodetool tpstats),
+	// which also counts the AUTH_RESPONSEs the node dropped unchecked (more than ServerLogins
+	// in a herd).
 	ServerLogins int64 `json:"server_logins"`
 	AuthSuccess  int64 `json:"auth_success"`
 	AuthFailure  int64 `json:"auth_failure"`
@@ -258,6 +331,39 @@ type Row struct {
 	// in rows measured before they were recorded, and when some client never served.
 	ReturnLoginRate   float64 `json:"return_logins_per_s,omitempty"`
 	FloorAtReturnRate float64 `json:"floor_at_return_rate_s,omitempty"`
+	// Nodes is the cluster's size; absent (0) means 1, as in every row measured before it was
+	// recorded. With 3 the fault hit nodes 2 and 3 (at once), and "the node answering CQL" (the
+	// T columns' zero, ReadyAfterFaultS, Window) is the last of them answering again; the
+	// server logins, auth tasks and server CPU are summed over the three nodes; the floors
+	// are still node 1's login throughput alone.
+	Nodes int `json:"nodes,omitempty"`
+	// The canary (canary.go): one client beside the fleet, pinned to node 1 with 3 nodes,
+	// querying every 100 ms. Steady is the last 10 s before the fault; the return is from the
+	// node(s) answering CQL until the last fleet client served, or the cap. Percentiles are of
+	// every query begun in the window, a failed one at its elapsed time; CanaryErrors and
+	// CanaryQueries are the return window's. Absent (0) in rows measured before the canary;
+	// the return's are absent too when the window is empty (every client served before the
+	// node(s) answered).
+	CanarySteadyP50Ms float64 `json:"canary_steady_p50_ms,omitempty"`
+	CanarySteadyP99Ms float64 `json:"canary_steady_p99_ms,omitempty"`
+	CanaryReturnP50Ms float64 `json:"canary_return_p50_ms,omitempty"`
+	CanaryReturnP99Ms float64 `json:"canary_return_p99_ms,omitempty"`
+	CanaryErrors      int     `json:"canary_errors,omitempty"`
+	CanaryQueries     int     `json:"canary_queries,omitempty"`
+}
+
+// nodes is the row's cluster size (rows measured before it was recorded had one node).
+func (r Row) nodes() int { return max(1, r.Nodes) }
+
+// hasCanary reports whether the row was measured with the canary: its steady window always
+// has queries, and a query's latency is never 0 at 0.01 ms.
+func (r Row) hasCanary() bool { return r.CanarySteadyP50Ms > 0 }
+
+// setCanary sets the row's canary figures from its steady and return windows.
+func (r *Row) setCanary(steady, ret canaryStats) {
+	r.CanarySteadyP50Ms, r.CanarySteadyP99Ms = steady.P50Ms, steady.P99Ms
+	r.CanaryReturnP50Ms, r.CanaryReturnP99Ms = ret.P50Ms, ret.P99Ms
+	r.CanaryErrors, r.CanaryQueries = ret.Errors, ret.Queries
 }
 
 // returnRate sets r's ReturnLoginRate and FloorAtReturnRate from its setups and T100.
@@ -280,15 +386,27 @@ func (r *Row) returnRate() {
 }
 
 func (r Row) line() string {
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  cpu server %.1f fleet %.1f s",
-		r.Lane, r.Fault, r.K, r.Cost, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, r.ServerCPU, r.FleetCPU)
+	nodes := ""
+	if r.nodes() > 1 {
+		nodes = fmt.Sprintf("  nodes=%d", r.nodes())
+	}
+	canary := ""
+	if r.hasCanary() {
+		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
+			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
+	}
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  cpu server %.1f fleet %.1f s%s",
+		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
+		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, r.ServerCPU, r.FleetCPU, canary)
 }
 
-// run starts one node per cost (the role's hash decides the cost), measures the floor, then
-// takes each lane and K through each fault.
+// run starts one cluster (of p.nodes nodes) per cost (the role's hash decides the cost),
+// measures the floor on node 1, then takes each lane and K through each fault.
 func run(p plan, each func(Row, *Results)) (*Results, error) {
 	p = p.withDefaults()
+	if err := validNodes(p.nodes); err != nil {
+		return nil, err
+	}
 	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}}
 	for _, cost := range p.costs {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
@@ -300,8 +418,11 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			return res, err
 		}
 		c, err := realcluster.Start(context.Background(), realcluster.Config{
-			Nodes: 1, BaseIP: p.ip, Dir: dir, PasswordAuth: true, SuperuserSetupDelay: 500 * time.Millisecond,
+			Nodes: p.nodes, BaseIP: p.ip, Dir: dir, PasswordAuth: true, SuperuserSetupDelay: 500 * time.Millisecond,
 			Roles: []realcluster.Role{{Name: user, HashedPassword: string(hash)}},
+			// The fleet's role on every node: a login on a returning node does not wait for
+			// another one that may be down too.
+			AuthReplication: p.nodes,
 			Logf:  func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		})
 		if err != nil {
@@ -363,7 +484,7 @@ func startWorkers(c *realcluster.Cluster, p plan, lane string, k int) ([]*worker
 	var ws []*workerProc
 	for i := 0; i*p.perProc < k; i++ {
 		n := min(p.perProc, k-i*p.perProc)
-		cmd := exec.Command(self, "-worker", "-lane", lane, "-host", c.Node(0).IP(), "-port", strconv.Itoa(c.Port()),
+		cmd := exec.Command(self, "-worker", "-lane", lane, "-host", strings.Join(fleetHosts(c.Hosts(), p.nodes), ","), "-port", strconv.Itoa(c.Port()),
 			"-n", strconv.Itoa(n), "-wait-every", p.waitEvery.String(), "-serve-every", p.serveEvery.String())
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", workerEnv+"=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -479,46 +600,87 @@ func runLane(c *realcluster.Cluster, p plan, lane string, k, cost int, floor flo
 	return rows, nil
 }
 
+// runFault takes the fleet through one fault: the canary's steady window, the fault on
+// faultedNodes (at once), their return, the count after tail, and the workers' reports.
 func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault string, k, cost int, floor float64) (Row, error) {
 	ctx := context.Background()
 	r := Row{Lane: lane, Fault: fault, K: k, Cost: cost, Processes: len(ws),
 		FloorServing: round2(float64(k) / floor), FloorConnected: round2(float64(k*laneConns(lane)) / floor)}
-	var before realcluster.Logins
+	if err := validFault(fault); err != nil {
+		return r, err
+	}
+	if p.nodes > 1 {
+		r.Nodes = p.nodes
+	}
+	faulted := faultedNodes(p.nodes)
+	var all, kept []int // every node; those whose JVM survives the fault
+	for i := range p.nodes {
+		all = append(all, i)
+		if fault != "kill" || !slices.Contains(faulted, i) {
+			kept = append(kept, i)
+		}
+	}
+
+	cn, err := startCanary(canaryConfig(c.Hosts(), c.Port(), user, password), p.canaryEvery)
+	if err != nil {
+		return r, err
+	}
+	defer cn.close() // on an error return; the count closes it first otherwise
+	if err := cn.awaitServing(canaryConnectWithin); err != nil {
+		return r, err
+	}
+	// The canary's pool fills just after its first query (gocql dials NumConns - 1 more): let
+	// it, so that its only logins after counted are its returns, which the count leaves out.
+	time.Sleep(time.Second)
+	counted := time.Now()
+	// The login counters before the fault, of the nodes whose JVM it keeps: a killed node comes
+	// back as a new JVM, its counters from zero (with one node killed, nothing is read).
+	before, err := nodeLogins(ctx, c, kept)
+	if err != nil {
+		return r, err
+	}
+	// The steady window comes after the count's nodetool JVMs, which load the machine.
+	time.Sleep(p.canarySteady)
+	faultAt := time.Now()
 	var ready, down time.Time
+	tellDown := func() {
+		down = time.Now()
+		for _, w := range ws {
+			w.send("down")
+		}
+	}
 	switch fault {
 	case "kill":
-		if err := c.KillAll(); err != nil {
+		if err := onNodes(faulted, c.Kill); err != nil {
 			return r, err
 		}
-		down = time.Now()
-		for _, w := range ws {
-			w.send("down")
-		}
-		if err := c.StartAll(ctx); err != nil {
+		tellDown()
+		if err := onNodes(faulted, func(i int) error { return c.Start(ctx, i) }); err != nil {
 			return r, err
 		}
-		ready = c.ReadyAt(0) // a new JVM: its counters start at zero
+		for _, i := range faulted {
+			ready = latest(ready, c.ReadyAt(i))
+		}
 	case "disablebinary":
-		var err error
-		if before, err = c.Logins(ctx, 0); err != nil {
+		if err := onNodes(faulted, func(i int) error { return c.DisableBinary(ctx, i) }); err != nil {
 			return r, err
 		}
-		if err := c.DisableBinary(ctx, 0); err != nil {
-			return r, err
-		}
-		down = time.Now()
-		for _, w := range ws {
-			w.send("down")
-		}
+		tellDown()
 		time.Sleep(p.binaryOff)
-		if ready, err = c.EnableBinary(ctx, 0); err != nil {
+		answered := make([]time.Time, p.nodes)
+		if err := onNodes(faulted, func(i int) error {
+			var err error
+			answered[i], err = c.EnableBinary(ctx, i)
+			return err
+		}); err != nil {
 			return r, err
 		}
-	default:
-		return r, fmt.Errorf("no fault %q", fault)
+		ready = latest(answered...)
 	}
+	// ready, "the node answering CQL", is the last faulted node answering again: until then
+	// the fleet has not got its whole cluster back.
 	r.ReadyAfterFaultS = round2(ready.Sub(down).Seconds())
-	cpu0 := c.Node(0).CPU()
+	cpu0 := serverCPU(c)
 	for _, w := range ws {
 		w.send("ready")
 	}
@@ -541,12 +703,16 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	// The clients' other connections (gocql's pool, cqlcontrol's own) may come after their
 	// first query: count their setups, and the server's logins, once they have had tail.
 	time.Sleep(p.tail)
-	after, err := c.Logins(ctx, 0)
+	// The canary ends at the count: its logins from counted on are known before they are
+	// taken out of the nodes' counts.
+	samples := cn.close()
+	canaryLogins := cn.loginsSince(counted)
+	after, err := nodeLogins(ctx, c, all)
 	if err != nil {
 		return r, err
 	}
 	r.Window = round2(time.Since(ready).Seconds())
-	r.ServerCPU = round2((c.Node(0).CPU() - cpu0).Seconds())
+	r.ServerCPU = round2((serverCPU(c) - cpu0).Seconds())
 	for _, w := range ws {
 		w.send("report")
 	}
@@ -569,10 +735,11 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 		return r, err
 	}
 	r.FleetCPU = round2(fleetCPU.Seconds())
-	r.AuthTasks = after.AuthTasks - before.AuthTasks
-	r.AuthSuccess, r.AuthFailure = after.Success-before.Success, after.Failure-before.Failure
+	// The canary's own logins (its returns) are not the fleet's.
+	r.AuthTasks = after.AuthTasks - before.AuthTasks - canaryLogins
+	r.AuthSuccess, r.AuthFailure = after.Success-before.Success-canaryLogins, after.Failure-before.Failure
 	r.ServerLogins = r.AuthSuccess + r.AuthFailure
-	if after.Success < 0 || after.Failure < 0 {
+	if after.Success < 0 || after.Failure < 0 || before.Success < 0 || before.Failure < 0 {
 		r.ServerLogins = r.AuthTasks // ClientMetrics unreadable: the executor's count
 	}
 	r.Wasted = r.ServerLogins - r.Setups.OK
@@ -597,7 +764,65 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	r.FirstOK = firsts
 	r.T50, r.T95, r.T100 = quantile(firsts, 0.5), quantile(firsts, 0.95), quantile(firsts, 1)
 	r.returnRate()
+	r.setCanary(canaryWindow(samples, faultAt.Add(-p.canarySteady), faultAt),
+		canaryWindow(samples, ready, returnWindowEnd(ready, r.T100, r.Unserved, p.capAfter)))
 	return r, nil
+}
+
+// onNodes runs f on each of the nodes idx at once: a fault hits them together.
+func onNodes(idx []int, f func(i int) error) error {
+	errs := make([]error, len(idx))
+	var wg sync.WaitGroup
+	for j, i := range idx {
+		wg.Go(func() { errs[j] = f(i) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// latest is the latest of ts (zero for none).
+func latest(ts ...time.Time) time.Time {
+	var l time.Time
+	for _, t := range ts {
+		if t.After(l) {
+			l = t
+		}
+	}
+	return l
+}
+
+// nodeLogins is the login counters of the nodes idx, summed (zero for none), read one node
+// after the other: each read is three nodetool JVMs.
+func nodeLogins(ctx context.Context, c *realcluster.Cluster, idx []int) (realcluster.Logins, error) {
+	var sum realcluster.Logins
+	for _, i := range idx {
+		l, err := c.Logins(ctx, i)
+		if err != nil {
+			return sum, fmt.Errorf("login counters of node%d: %w", i+1, err)
+		}
+		sum = addLogins(sum, l)
+	}
+	return sum, nil
+}
+
+// addLogins sums two nodes' counters; ClientMetrics' counts stay -1 (unread) when either is.
+func addLogins(a, b realcluster.Logins) realcluster.Logins {
+	known := func(x, y int64) int64 {
+		if x < 0 || y < 0 {
+			return -1
+		}
+		return x + y
+	}
+	return realcluster.Logins{AuthTasks: a.AuthTasks + b.AuthTasks, Success: known(a.Success, b.Success), Failure: known(a.Failure, b.Failure)}
+}
+
+// serverCPU is the CPU time of every node's current JVM, summed.
+func serverCPU(c *realcluster.Cluster) time.Duration {
+	var sum time.Duration
+	for _, n := range c.Nodes() {
+		sum += n.CPU()
+	}
+	return sum
 }
 
 // quantile of sorted values (-1s, the unserved, last): -1 when it falls among the unserved.
@@ -612,20 +837,29 @@ func quantile(sorted []float64, q float64) float64 {
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
+// measurementKey is what makes a row the same measurement as another: lane, fault, K, cost
+// and, with more than one node, the node count (a 1-node row keeps the key it had before).
+func measurementKey(r Row) string {
+	key := fmt.Sprintf("%s/%s/%d/%d", r.Lane, r.Fault, r.K, r.Cost)
+	if r.nodes() > 1 {
+		key += fmt.Sprintf("/%dnodes", r.nodes())
+	}
+	return key
+}
+
 // merge writes res into path, replacing the rows (and floors) it has anew.
 func merge(path string, res *Results) error {
 	var old Results
 	if raw, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(raw, &old)
 	}
-	key := func(r Row) string { return fmt.Sprintf("%s/%s/%d/%d", r.Lane, r.Fault, r.K, r.Cost) }
 	fresh := map[string]bool{}
 	for _, r := range res.Rows {
-		fresh[key(r)] = true
+		fresh[measurementKey(r)] = true
 	}
 	var rows []Row
 	for _, r := range old.Rows {
-		if !fresh[key(r)] {
+		if !fresh[measurementKey(r)] {
 			rows = append(rows, r)
 		}
 	}

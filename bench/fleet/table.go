@@ -8,7 +8,7 @@ import (
 )
 
 // table is the Markdown table of rows (BENCHMARKS.md, docs/fleet.md), ordered by cost, fault,
-// K and lane.
+// K, nodes and lane. A row of a cluster of more than one node says so in its K cell.
 func table(rows []Row, floors map[string]Floor) string {
 	rows = slices.Clone(rows)
 	order := map[string]int{}
@@ -25,6 +25,9 @@ func table(rows []Row, floors map[string]Floor) string {
 		if a.K != b.K {
 			return a.K - b.K
 		}
+		if a.nodes() != b.nodes() {
+			return a.nodes() - b.nodes()
+		}
 		return order[a.Lane] - order[b.Lane]
 	})
 	var b strings.Builder
@@ -37,8 +40,8 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | server CPU s | fleet CPU s |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | server CPU s | fleet CPU s | canary p50 / p99 ms steady → return |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	t := func(v float64) string {
 		if v < 0 {
 			return "never"
@@ -55,11 +58,32 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.ReturnLoginRate > 0 {
 			rate = fmt.Sprintf("%.1f (%.1f)", r.ReturnLoginRate, r.FloorAtReturnRate)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %s | %.1f | %.1f |\n",
-			r.Cost, r.Fault, r.K, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
-			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, rate, r.ServerCPU, r.FleetCPU)
+		k := strconv.Itoa(r.K)
+		if r.nodes() > 1 {
+			k = fmt.Sprintf("%d (%d nodes)", r.K, r.nodes())
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %s | %.1f | %.1f | %s |\n",
+			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
+			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, rate, r.ServerCPU, r.FleetCPU, canaryCell(r))
 	}
 	return b.String()
+}
+
+// canaryCell is the canary's column: p50 / p99 in the steady window → in the return window,
+// with the return's failed queries if any; "–" for a row without the canary, or for an empty
+// return window (every client served before the node answered).
+func canaryCell(r Row) string {
+	if !r.hasCanary() {
+		return "–"
+	}
+	ret := "–"
+	if r.CanaryQueries > 0 {
+		ret = fmt.Sprintf("%.2f / %.2f", r.CanaryReturnP50Ms, r.CanaryReturnP99Ms)
+		if r.CanaryErrors > 0 {
+			ret += fmt.Sprintf(" (%d of %d failed)", r.CanaryErrors, r.CanaryQueries)
+		}
+	}
+	return fmt.Sprintf("%.2f / %.2f → %s", r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, ret)
 }
 
 // refusedSetups is the failed setups whose dial the node's kernel refused (its port closed):

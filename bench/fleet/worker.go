@@ -20,8 +20,9 @@ import (
 
 // A worker is one OS process of the fleet (GOMAXPROCS=1) holding its share of the clients.
 // The coordinator talks to it by lines: on stdin "down" (the fault has happened: setups and
-// first successes count from now), "ready" (the node answers CQL again: the CPU count starts),
-// "report" and "quit"; on stdout one JSON object a line (workerLine).
+// first successes count from now), "ready" (the node answers CQL again, with several nodes the
+// last faulted one: the CPU count starts), "report" and "quit"; on stdout one JSON object a
+// line (workerLine).
 
 // workerLine is one line a worker prints.
 type workerLine struct {
@@ -166,8 +167,9 @@ func cpuNow() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// runWorker is the worker's main: n clients of lane on host:port as user/password.
-func runWorker(laneName, host string, port, n int, user, password string, waitEvery, serveEvery time.Duration) error {
+// runWorker is the worker's main: n clients of lane on hosts (each client's contact points) at
+// port as user/password.
+func runWorker(laneName string, hosts []string, port, n int, user, password string, waitEvery, serveEvery time.Duration) error {
 	newClient, err := laneByName(laneName)
 	if err != nil {
 		return err
@@ -188,7 +190,7 @@ func runWorker(laneName, host string, port, n int, user, password string, waitEv
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for ctx.Err() == nil {
-				c, err := newClient(ctx, target{host: host, port: port, user: user, password: password, w: w})
+				c, err := newClient(ctx, target{hosts: hosts, port: port, user: user, password: password, w: w})
 				if err == nil {
 					m.c = c
 					return

@@ -82,6 +82,10 @@ type DialGate struct {
 	phased    bool      // the budget's second real dial of this outage is booked (at a random phase)
 	ownWait   time.Time // until then, the budget's next slot is held for ours (refused for lack of it)
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
+	// served: one of the driver's pool setups was ready since our connection went down (or
+	// ever, while it stays up): the client serves through some host, and a returning host's
+	// setups are its extras (SetupDone's served pause), not a first login to race for.
+	served bool
 	hosts     map[netip.AddrPort]*gateHost
 }
 
@@ -200,7 +204,7 @@ func (d *DialGate) ConnDown(now time.Time) {
 	if !d.connUp {
 		return
 	}
-	d.connUp, d.reachable, d.presumed = false, false, false
+	d.connUp, d.reachable, d.presumed, d.served = false, false, false, false
 	d.downSince = now
 	d.nextReal = now
 	d.phased = false
@@ -490,18 +494,19 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 // another, not all at once. A slow-down signal (a setup ready after SlowSetup, or SetupBusy)
 // halves the limit (at least 1, engaging it on an open host) and pauses the host's setups:
 //
-//   - Until one of the driver's pool setups there was ready (the client is not served by it),
-//     the pause range doubles per signal (from 100 ms, at most MaxInterval) whatever the
-//     signal's duration, and the pause is a uniform random part of it (full jitter): a login
+//   - Until one of the driver's pool setups was ready at some host since our connection went
+//     down (the client is not served: per client, not per host), the pause range doubles per
+//     signal (from 100 ms, at most MaxInterval) whatever the signal's duration, and the
+//     pause is a uniform random part of it (full jitter): a login
 //     the server dropped after it queued it (Cassandra's "timed out before it could start")
 //     cost the server no check, and a long wait would only lose the client its place in line,
 //     while a fast refusal ("Unable to perform authentication" in the quorum window) backs off
 //     exponentially.
-//   - Once one was ready (served), the range doubles too, and is at least ServedHold times the
-//     slow setup's time (at most MaxInterval), and the pause is between half of it and all of it
-//     (equal jitter): a served client's other setups (its second pool connection, the driver's
-//     control connection, ours) wait until the clients still waiting for their first login,
-//     queued behind this one, are likely through.
+//   - Once one was ready at any host (served), the range doubles too, and is at least
+//     ServedHold times the slow setup's time (at most MaxInterval), and the pause is between
+//     half of it and all of it (equal jitter): a served client's other setups (its second pool
+//     connection, the driver's control connection, ours, and its setups to other returning
+//     hosts) wait until the clients still waiting for their first login are likely through.
 //
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
@@ -553,7 +558,7 @@ func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Durat
 		if kind == Control {
 			break
 		}
-		h.served = true
+		h.served, d.served = true, true
 		if h.limit > 0 {
 			if h.limit++; h.limit >= OpenLimit {
 				h.limit, h.setups, h.window = 0, 0, 0
@@ -561,12 +566,13 @@ func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Durat
 		}
 	default:
 		h.served = h.served || outcome == SetupOK && kind == Pool
+		d.served = d.served || h.served
 		if h.limit == 0 {
 			h.limit = OpenLimit / 2
 		} else {
 			h.limit = max(1, h.limit/2)
 		}
-		if h.served {
+		if d.served {
 			h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window, ServedHold*took))
 			h.pause = now.Add(time.Duration(float64(h.window) * (1 + d.rand()) / 2))
 		} else {

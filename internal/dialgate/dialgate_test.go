@@ -868,3 +868,30 @@ func TestDialGateReturnOursHoldsASlotOnceServed(t *testing.T) {
 	_, inflight = gate.Limit(hostA)
 	assert.Zero(t, inflight, "a second end of the same setup frees nothing")
 }
+
+// Served is per client: once a pool setup was ready at one returning host, a slow or dropped
+// setup to another is an extra of a client that serves, paused as a served one's (at least
+// half of ServedHold × its time), not retried at once as a first login. Checked to fail with
+// served per host only (hostB's busy setup paused 50 ms).
+func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
+	u := 0.5
+	now := at(5 * time.Second)
+	gate := oursDownReturning(t, &u) // hostA returning, its pool setup in flight
+	_, _ = dial(gate, now, hostB, false)
+	later := now.Add(2 * time.Second)
+	require.True(t, gate.Admit(later, hostB).Allowed())
+	gate.Done(later, hostB, true, false) // hostB returning too
+	gate.SetupDone(later, hostA, 80*time.Millisecond, SetupOK)
+	gate.SetupDone(later, hostB, 12*time.Second, SetupBusy) // dropped from hostB's queue
+	// Served (at hostA): window max(100 ms, 4 × 12 s) capped at 30 s, u = 0.5: 22.5 s.
+	assert.Equal(t, later.Add(22500*time.Millisecond), gate.PauseUntil(hostB))
+	gate.ConnUp(later)
+	gate.ConnDown(later.Add(time.Second)) // a new outage: not served again
+	_, _ = dial(gate, later.Add(time.Second), hostC, false)
+	back := later.Add(3 * time.Second)
+	v := gate.Admit(back, hostC)
+	require.True(t, v.Allowed(), "%v", v)
+	gate.Done(back, hostC, true, false)
+	gate.SetupDone(back, hostC, 12*time.Second, SetupBusy)
+	assert.Equal(t, back.Add(50*time.Millisecond), gate.PauseUntil(hostC), "not served in this outage: retried soon")
+}
