@@ -423,7 +423,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			// The fleet's role on every node: a login on a returning node does not wait for
 			// another one that may be down too.
 			AuthReplication: p.nodes,
-			Logf:  func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
+			Logf:            func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		})
 		if err != nil {
 			_ = os.RemoveAll(dir)

@@ -82,11 +82,12 @@ type DialGate struct {
 	phased    bool      // the budget's second real dial of this outage is booked (at a random phase)
 	ownWait   time.Time // until then, the budget's next slot is held for ours (refused for lack of it)
 	epoch     uint64    // bumped when our connection goes down: older dial evidence is stale
-	// served: one of the driver's pool setups was ready since our connection went down (or
-	// ever, while it stays up): the client serves through some host, and a returning host's
-	// setups are its extras (SetupDone's served pause), not a first login to race for.
+	// served: a driver's pool setup was ready since our connection went down, so the client
+	// serves through some host, and a returning host's setups are its extras (SetupDone's
+	// served pause), not a first login to race for. While our connection stays up it stays
+	// true from the first ready setup on (a partial outage's returning host is an extra too).
 	served bool
-	hosts     map[netip.AddrPort]*gateHost
+	hosts  map[netip.AddrPort]*gateHost
 }
 
 // gateHost is what the gate knows of one host, by dialled address.
