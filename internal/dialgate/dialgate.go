@@ -87,12 +87,7 @@ type DialGate struct {
 	// served pause), not a first login to race for. While our connection stays up it stays
 	// true from the first ready setup on (a partial outage's returning host is an extra too).
 	served bool
-	// firsts is the client's first logins in flight: pool setups to returning hosts booked
-	// while it was not served (at most one at a time: see returning); firstAt the last one's
-	// booking (a leak guard, as setupPatience).
-	firsts  int
-	firstAt time.Time
-	hosts   map[netip.AddrPort]*gateHost
+	hosts  map[netip.AddrPort]*gateHost
 }
 
 // gateHost is what the gate knows of one host, by dialled address.
@@ -116,7 +111,6 @@ type gateHost struct {
 	served  bool          // a driver's pool setup was ready since the host came back
 	booked  bool          // a driver's pool setup was admitted since the host came back (at lastSet)
 	ownSlot bool          // ours holds one of the setups in flight (OwnSetupDone ends it)
-	first   bool          // one of the setups in flight is a first login of the client's (DialGate.firsts)
 	waiting bool          // ours (down) was refused while the host returns: SetupDone says when to re-arm it
 }
 
@@ -236,7 +230,7 @@ func (d *DialGate) BudgetApplies() bool { return !d.connUp && !d.reachable }
 func (d *DialGate) HostUp(addr netip.AddrPort) {
 	h := d.host(addr)
 	if h.down {
-		d.startReturn(h, time.Time{}, 0) // setups from before it went down were forgotten
+		h.startReturn(time.Time{}, 0) // setups from before it went down were forgotten
 	}
 	h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 	h.accepted = d.epoch
@@ -266,23 +260,12 @@ func (d *DialGate) HostDown(now time.Time, addr netip.AddrPort) {
 	h.failures = max(h.failures, 1)
 	h.accepted = 0
 	h.next = now.Add(d.cfg.MaxInterval)
-	d.forgetSetups(h)
+	h.forgetSetups()
 }
 
 // forgetSetups forgets h's setups in flight: h is known down, so they will fail or hang, and
 // none may hold the next setup when h comes back.
-func (d *DialGate) forgetSetups(h *gateHost) {
-	d.endFirst(h)
-	h.setups, h.waiting, h.ownSlot = 0, false, false
-}
-
-// endFirst records that h's first login, if it had one in flight, ended.
-func (d *DialGate) endFirst(h *gateHost) {
-	if h.first {
-		h.first = false
-		d.firsts = max(0, d.firsts-1)
-	}
-}
+func (h *gateHost) forgetSetups() { h.setups, h.waiting, h.ownSlot = 0, false, false }
 
 // Admit decides whether a dial to addr may be made at now, and books it if so: a host slot,
 // a budget dial, or both. Every allowed dial must be followed by one Done.
@@ -365,19 +348,13 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		if v := h.returning(now); !v.Allowed() {
 			return v
 		}
-		// Not served yet: one first login in flight at a time, over every returning host. A
-		// client needs one connection to serve; first logins racing at every node that comes
-		// back fill each one's queue with logins most of which the client will not need first.
-		if !d.served && !h.first && d.firsts > 0 && now.Sub(d.firstAt) < setupPatience {
-			return VerdictSetupLimit
-		}
 		if d.connUp || d.reachable {
-			d.take(h, now, true, false)
+			h.book(now)
 			return VerdictPass // else the rules below: accepted in this outage, or the budget
 		}
 	}
 	if !h.down && h.accepted == d.epoch {
-		d.take(h, now, limited, ownSlot)
+		h.take(now, limited, ownSlot)
 		return VerdictPass // it accepted a dial during this outage: never starve it
 	}
 	if h.down && now.Before(h.next) {
@@ -412,20 +389,16 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 	if h.down {
 		h.next = now.Add(d.hostBackoff(now, h))
 	}
-	d.take(h, now, limited, ownSlot)
+	h.take(now, limited, ownSlot)
 	return v
 }
 
-// take books an admitted setup at h: a driver's pool setup to a returning host (limited; a
-// first login while the client is not served), or ours once the client is served there
-// (ownSlot).
-func (d *DialGate) take(h *gateHost, now time.Time, limited, ownSlot bool) {
+// take books an admitted setup at h: a driver's pool setup to a returning host (limited), or
+// ours once the client is served there (ownSlot).
+func (h *gateHost) take(now time.Time, limited, ownSlot bool) {
 	switch {
 	case limited:
 		h.book(now)
-		if !d.served {
-			d.bookFirst(h, now)
-		}
 	case ownSlot:
 		h.setups++
 		h.lastSet, h.ownSlot = now, true
@@ -501,22 +474,9 @@ func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 
 // startReturn limits h, a host coming back (a dial connected after it was known down, or
 // its UP announcement), to one setup in flight, inflight of which are running already.
-func (d *DialGate) startReturn(h *gateHost, now time.Time, inflight int) {
-	d.endFirst(h)
+func (h *gateHost) startReturn(now time.Time, inflight int) {
 	h.limit, h.setups, h.lastSet, h.served, h.waiting = 1, inflight, now, false, false
 	h.booked, h.ownSlot = inflight > 0, false
-	if inflight > 0 && !d.served {
-		d.bookFirst(h, now) // the dial that returned it: a first login, its setup going on
-	}
-}
-
-// bookFirst records a first login of the client's in flight at h.
-func (d *DialGate) bookFirst(h *gateHost, now time.Time) {
-	if !h.first {
-		h.first = true
-		d.firsts++
-	}
-	d.firstAt = now
 }
 
 // PauseUntil returns the end of addr's slow-down pause (zero or past: none).
@@ -587,11 +547,8 @@ func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Durat
 	if h == nil {
 		return time.Time{}
 	}
-	if kind == Pool {
-		d.endFirst(h)
-		if h.setups > 0 {
-			h.setups--
-		}
+	if kind == Pool && h.setups > 0 {
+		h.setups--
 	}
 	switch {
 	case outcome == SetupFailed:
@@ -719,7 +676,7 @@ func (d *DialGate) Lost(now time.Time, addr netip.AddrPort) {
 	d.ConnDown(now)
 	d.reachable, d.presumed = true, true
 	h := d.host(addr)
-	d.forgetSetups(h)
+	h.forgetSetups()
 	h.suspect = true // even if a dial failed first: gocql may notice the loss before we do
 	if !h.down {
 		h.down = true
@@ -743,7 +700,7 @@ func (d *DialGate) done(now time.Time, addr netip.AddrPort, ok, failed bool, set
 	switch {
 	case ok:
 		if h.down {
-			d.startReturn(h, now, setups)
+			h.startReturn(now, setups)
 		}
 		h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 		// Evidence only while the cluster is unreachable as far as we know: once it is
@@ -758,7 +715,7 @@ func (d *DialGate) done(now time.Time, addr netip.AddrPort, ok, failed bool, set
 		h.failures++
 		h.verify = false
 		h.accepted = 0
-		d.forgetSetups(h)
+		h.forgetSetups()
 		next := now.Add(d.hostBackoff(now, h))
 		if !h.down || next.After(h.next) {
 			h.next = next

@@ -895,30 +895,3 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate.SetupDone(back, hostC, 12*time.Second, SetupBusy)
 	assert.Equal(t, back.Add(50*time.Millisecond), gate.PauseUntil(hostC), "not served in this outage: retried soon")
 }
-
-// Not served yet: one first login in flight at a time over every returning host. With hostA's
-// in flight, hostB's pool setup waits; when hostA's is dropped, hostB's may go (and hostA's
-// redial then waits for it); once served, the rule is off. Checked to fail without the rule
-// (hostB's setup passed beside hostA's).
-func TestDialGateReturnOneFirstLoginAtATime(t *testing.T) {
-	u := 0.5
-	gate := New(testConfig, func() float64 { return u })
-	now := at(5 * time.Second)
-	for _, h := range []netip.AddrPort{hostA, hostB} {
-		_, _ = dial(gate, t0, h, false) // known down
-	}
-	gate.ConnUp(now) // the cluster reachable: returning hosts pass their own rules only
-	gate.HostUp(hostA)
-	gate.HostUp(hostB)
-	require.Equal(t, VerdictPass, gate.Admit(now, hostA), "the client's first login")
-	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostB), "a second first login, at another host")
-	dropped := now.Add(12 * time.Second)
-	gate.SetupDone(dropped, hostA, 12*time.Second, SetupBusy)
-	after := dropped.Add(50 * time.Millisecond) // hostA's pause
-	require.Equal(t, VerdictPass, gate.Admit(after, hostB), "hostA's ended: hostB's may go")
-	assert.Equal(t, VerdictSetupLimit, gate.Admit(after, hostA), "hostA's redial waits for hostB's")
-	ready := after.Add(80 * time.Millisecond)
-	gate.SetupDone(ready, hostB, 80*time.Millisecond, SetupOK) // served
-	assert.Equal(t, VerdictPass, gate.Admit(ready, hostA), "served: the rule is off")
-	assert.Equal(t, VerdictPass, gate.Admit(ready, hostB), "hostB's limit grew to 2")
-}
