@@ -75,8 +75,7 @@ const (
 // forgets its setups in flight. The data path first: ours (while down) and gocql's own control
 // connection wait for the driver's first pool setup to a returning host and for its pause, and
 // take no setup slot until the client is served there (then ours holds one until its own
-// setup ends); ours is re-armed for that host when the driver's setup ends. A client not yet
-// served anywhere has one first login in flight at a time over every returning host.
+// setup ends); ours is re-armed for that host when the driver's setup ends.
 type Governor struct {
 	// Off turns the governor off: WithDialGovernor(Governor{Off: true}) is the one way to opt
 	// out of what New and gocqlv2.New install by default. The driver's sessions then dial as
