@@ -396,13 +396,7 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 	if errors.Is(err, ErrGoverned) {
 		return
 	}
-	outcome, name := dialgate.SetupOK, "ok"
-	switch {
-	case adapter.SetupBusy(err):
-		outcome, name = dialgate.SetupBusy, "busy"
-	case err != nil:
-		outcome, name = dialgate.SetupFailed, "failed"
-	}
+	outcome, name := setupOutcome(err)
 	kind := driverSetupKind()
 	g.mu.Lock()
 	if !g.closed.Load() {
@@ -436,14 +430,20 @@ func (m *govMember) OwnSetupDone(addr string, took time.Duration, err error) {
 	if !ok {
 		return
 	}
-	outcome := dialgate.SetupOK
-	switch {
-	case adapter.SetupBusy(err):
-		outcome = dialgate.SetupBusy
-	case err != nil:
-		outcome = dialgate.SetupFailed
-	}
+	outcome, _ := setupOutcome(err)
 	m.locked(func(d *dialgate.DialGate, now time.Time) { d.OwnSetupDone(now, ap, took, outcome) })
+}
+
+// setupOutcome is how a setup that ended with err ended, and its metric label: ready (nil),
+// the server behind (adapter.SetupBusy), or failed.
+func setupOutcome(err error) (dialgate.SetupOutcome, string) {
+	switch {
+	case err == nil:
+		return dialgate.SetupOK, "ok"
+	case adapter.SetupBusy(err):
+		return dialgate.SetupBusy, "busy"
+	}
+	return dialgate.SetupFailed, "failed"
 }
 
 // evidenceSinks returns the members' evidence sinks (g.mu held).

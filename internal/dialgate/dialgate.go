@@ -412,13 +412,19 @@ func (h *gateHost) returning(now time.Time) Verdict {
 	if now.Before(h.pause) {
 		return VerdictSlowDown
 	}
-	if now.Sub(h.lastSet) >= setupPatience {
-		h.setups = 0
-	}
+	h.expire(now)
 	if h.setups >= h.limit {
 		return VerdictSetupLimit
 	}
 	return VerdictPass
+}
+
+// expire forgets h's setups in flight once the last was admitted setupPatience ago: no
+// SetupDone may ever end them.
+func (h *gateHost) expire(now time.Time) {
+	if now.Sub(h.lastSet) >= setupPatience {
+		h.setups = 0
+	}
 }
 
 // book counts a setup admitted to a returning host, in flight from now.
@@ -434,15 +440,13 @@ func (h *gateHost) book(now time.Time) {
 // flight, or one admitted within setupPatience: after a login the server dropped, the pool
 // redials within its pause, and an auxiliary login slipped in between would queue ahead of
 // it; VerdictSetupLimit): a client's first login to a returning host is its serving
-// connection; and once one was ready, while the setups in
-// flight reach the host's limit (VerdictSetupLimit): one setup after another. It takes no
+// connection; and once one was ready, while the setups in flight reach the host's limit
+// (VerdictSetupLimit): one setup after another. It takes no
 // setup slot; a host the driver is not setting up does not hold it. Ours, refused, is marked
 // waiting, and SetupDone says when to re-arm it; the driver's control connection retries on
 // its own schedule.
 func (h *gateHost) auxReturning(now time.Time, own bool) Verdict {
-	if now.Sub(h.lastSet) >= setupPatience {
-		h.setups = 0
-	}
+	h.expire(now)
 	v := VerdictPass
 	switch {
 	case now.Before(h.pause):
