@@ -60,10 +60,10 @@ type eventLog struct {
 func newEventLog() *eventLog { return &eventLog{changed: make(chan struct{})} }
 
 func (l *eventLog) add(e Event) {
-	if e.At.IsZero() {
-		e.At = time.Now()
-	}
 	l.mu.Lock()
+	if e.At.IsZero() {
+		e.At = time.Now() // under the lock: the log's order is its time order
+	}
 	l.events = append(l.events, e)
 	close(l.changed)
 	l.changed = make(chan struct{})
