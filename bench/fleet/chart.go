@@ -141,7 +141,8 @@ func grid(cases []chartCase) (cols []int, rowsOf []string) {
 
 func rowKey(c chartCase) string { return fmt.Sprintf("%d/%d/%s", c.cost, c.nodes, c.fault) }
 
-var faultNames = map[string]string{"kill": "SIGKILL, restart at once", "disablebinary": "nodetool disablebinary, enablebinary"}
+var faultNames = map[string]string{"kill": "SIGKILL, restart at once", "stop": "graceful stop, restart at once",
+	"disablebinary": "nodetool disablebinary, enablebinary", "rolling": "rolling restart, one node at a time"}
 
 func drawFleet(c draw.Canvas, res *Results, cases []chartCase, cols []int, rowsOf []string) error {
 	c.SetColor(color.White)

@@ -244,9 +244,33 @@ func TestNodes(t *testing.T) {
 	assert.Equal(t, []int{0}, faultedNodes(1), "one node: it is the fault")
 	assert.Equal(t, []int{1, 2}, faultedNodes(3), "three nodes: node 1 (index 0) is never faulted")
 	assert.Equal(t, 1, plan{}.withDefaults().nodes)
-	require.NoError(t, validFault("kill"))
-	require.NoError(t, validFault("disablebinary"))
-	assert.ErrorContains(t, validFault("pause"), `no fault "pause"`)
+	for _, f := range []string{"kill", "stop", "disablebinary"} {
+		require.NoError(t, validFault(f, 1), f)
+		require.NoError(t, validFault(f, 3), f)
+	}
+	require.NoError(t, validFault("rolling", 3))
+	assert.ErrorContains(t, validFault("rolling", 1), "needs -nodes 3", "one node has no node to keep while it restarts")
+	assert.ErrorContains(t, validFault("pause", 1), `no fault "pause"`)
+	assert.True(t, restartsJVM("kill") && restartsJVM("stop") && restartsJVM("rolling"))
+	assert.False(t, restartsJVM("disablebinary"), "the JVM and its counters survive disablebinary")
+	for f := range faultNames {
+		require.NoError(t, validFault(f, 3), "the chart names only faults the harness runs")
+	}
+}
+
+// A client's longest gap: the span from its last success before the fault to its next one,
+// and spans that ended before the fault do not count; the open gap counts at the report.
+func TestMemberGap(t *testing.T) {
+	s := int64(time.Second)
+	var m member
+	m.succeeded(1*s, 0)
+	m.succeeded(9*s, 0) // an 8 s gap, no fault yet: not counted
+	assert.Equal(t, time.Duration(0), m.gapAt(9*s))
+	down := 10 * s
+	m.succeeded(25*s, down) // 16 s, across the fault
+	m.succeeded(26*s, down)
+	assert.Equal(t, 16*time.Second, m.gapAt(27*s))
+	assert.Equal(t, 20*time.Second, m.gapAt(46*s), "no success for 20 s: the open gap")
 }
 
 func TestAddLogins(t *testing.T) {
@@ -358,6 +382,7 @@ func TestTable(t *testing.T) {
 	three := old
 	three.Nodes = 3
 	three.setCanary(canaryStats{P50Ms: 0.45, P99Ms: 1.2, Queries: 100}, canaryStats{P50Ms: 0.8, P99Ms: 15.3, Queries: 120, Errors: 3})
+	three.QueryFailures, three.GapP50S, three.GapP95S, three.GapMaxS = 42, 1.5, 3.25, 7
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
 	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
@@ -366,17 +391,17 @@ func TestTable(t *testing.T) {
 	require.Len(t, lines, 7, out)
 	assert.Equal(t, "Floor at bcrypt cost 10: 24.5 logins/s.", lines[0])
 	header, sep := lines[2], lines[3]
-	assert.True(t, strings.HasSuffix(header, "| fleet CPU s | canary p50 / p99 ms steady → return |"), header)
+	assert.True(t, strings.HasSuffix(header, "| fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |"), header)
 	cols := strings.Count(header, "|")
 	assert.Equal(t, cols, strings.Count(sep, "|"))
 	for _, l := range lines[4:] {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
-	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | 0.0 | 0.0 | – |", lines[4])
+	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | 0.0 | 0.0 | – | – |", lines[4])
 	assert.True(t, strings.HasPrefix(lines[5], "| 10 | kill | 300 | 3 | cqlcontrol-governed |"), lines[5])
 	assert.True(t, strings.HasSuffix(lines[5], "| 0.50 / 0.90 → – |"), lines[5])
 	assert.True(t, strings.HasPrefix(lines[6], "| 10 | kill | 300 (3 nodes) | 3 | gocql |"), lines[6])
-	assert.True(t, strings.HasSuffix(lines[6], "| 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
+	assert.True(t, strings.HasSuffix(lines[6], "| 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
 }
 
 // 3-node rows draw in cells of their own, titled with the node count.

@@ -50,9 +50,10 @@ func main() {
 		laneFlag   = flag.String("lanes", strings.Join(defaultLanes, ","), "lanes, comma-separated: "+strings.Join(laneNames(), ", "))
 		ksFlag     = flag.String("k", "100,300", "fleet sizes K, comma-separated")
 		costsFlag  = flag.String("costs", "10", "bcrypt costs of the fleet's role, comma-separated")
-		faultsFlag = flag.String("faults", "kill,disablebinary", "faults: kill (SIGKILL, restart at once), disablebinary (30 s off)")
+		faultsFlag = flag.String("faults", "kill,disablebinary", "faults: kill (SIGKILL, restart at once), stop (graceful stop, restart at once), disablebinary (30 s off), rolling (with -nodes 3: nodes 2 and 3 stopped and restarted one after the other)")
 		perProc    = flag.Int("per-process", 100, "clients per worker process")
 		binaryOff  = flag.Duration("binary-off", 30*time.Second, "how long disablebinary keeps the native transport off")
+		rollSettle = flag.Duration("roll-settle", 10*time.Second, "rolling: the wait after a node answers CQL before the next node stops")
 		tail       = flag.Duration("tail", 10*time.Second, "how long setups and logins still count after every client serves")
 		capAfter   = flag.Duration("cap", 180*time.Second, "how long after the node answers CQL to wait for every client")
 		baseIP     = flag.String("ip", "127.0.0.111", "the node's loopback address (node i of -nodes on this address + i)")
@@ -95,7 +96,7 @@ func main() {
 		fatal(err)
 	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
-		capAfter: *capAfter, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
+		rollSettle: *rollSettle, capAfter: *capAfter, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
 	for _, k := range split(*ksFlag) {
 		plan.ks = append(plan.ks, atoi(k))
 	}
@@ -108,7 +109,7 @@ func main() {
 		}
 	}
 	for _, f := range plan.faults {
-		if err := validFault(f); err != nil {
+		if err := validFault(f, plan.nodes); err != nil {
 			fatal(err)
 		}
 	}
@@ -147,7 +148,9 @@ type plan struct {
 	ks, costs           []int
 	perProc             int
 	binaryOff, capAfter time.Duration
-	ip                  string
+	// rollSettle is the rolling fault's wait after a node answers before the next one stops.
+	rollSettle time.Duration
+	ip         string
 	// nodes is the cluster's size: 1, or 3 (validNodes).
 	nodes                 int
 	waitEvery, serveEvery time.Duration
@@ -166,6 +169,9 @@ func (p plan) withDefaults() plan {
 	}
 	if p.binaryOff == 0 {
 		p.binaryOff = 30 * time.Second
+	}
+	if p.rollSettle == 0 {
+		p.rollSettle = 10 * time.Second
 	}
 	if p.capAfter == 0 {
 		p.capAfter = 180 * time.Second
@@ -237,14 +243,24 @@ func faultedNodes(nodes int) []int {
 	return out
 }
 
-// validFault accepts the faults runFault knows.
-func validFault(f string) error {
+// validFault accepts the faults runFault knows, on a cluster of nodes: a rolling restart
+// needs a node that stays up while another restarts, so more than one faulted node.
+func validFault(f string, nodes int) error {
 	switch f {
-	case "kill", "disablebinary":
+	case "kill", "stop", "disablebinary":
+		return nil
+	case "rolling":
+		if len(faultedNodes(nodes)) < 2 {
+			return fmt.Errorf("fault rolling needs -nodes 3 (nodes 2 and 3 restarted one after the other); with %d node it is the stop fault", nodes)
+		}
 		return nil
 	}
-	return fmt.Errorf("no fault %q (have kill, disablebinary)", f)
+	return fmt.Errorf("no fault %q (have kill, stop, disablebinary, rolling)", f)
 }
+
+// restartsJVM reports whether fault restarts the faulted nodes' JVMs (their counters start
+// from zero again).
+func restartsJVM(fault string) bool { return fault != "disablebinary" }
 
 func split(s string) []string {
 	var out []string
@@ -350,6 +366,15 @@ type Row struct {
 	CanaryReturnP99Ms float64 `json:"canary_return_p99_ms,omitempty"`
 	CanaryErrors      int     `json:"canary_errors,omitempty"`
 	CanaryQueries     int     `json:"canary_queries,omitempty"`
+	// QueryFailures is the fleet's failed queries from the fault to the count. GapP50S,
+	// GapP95S, GapMaxS: over the clients, each client's longest time without a successful
+	// query that ended after the fault (from its last success before it): a client's outage
+	// as its application saw it, the measure of a rolling restart, where the fleet keeps a
+	// node throughout. Absent (0) in rows measured before they were recorded.
+	QueryFailures int64   `json:"query_failures,omitempty"`
+	GapP50S       float64 `json:"gap_p50_s,omitempty"`
+	GapP95S       float64 `json:"gap_p95_s,omitempty"`
+	GapMaxS       float64 `json:"gap_max_s,omitempty"`
 }
 
 // nodes is the row's cluster size (rows measured before it was recorded had one node).
@@ -395,9 +420,10 @@ func (r Row) line() string {
 		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
 			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
 	}
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  cpu server %.1f fleet %.1f s%s",
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
 		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, r.ServerCPU, r.FleetCPU, canary)
+		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, r.ServerCPU, r.FleetCPU,
+		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary)
 }
 
 // run starts one cluster (of p.nodes nodes) per cost (the role's hash decides the cost),
@@ -606,7 +632,7 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	ctx := context.Background()
 	r := Row{Lane: lane, Fault: fault, K: k, Cost: cost, Processes: len(ws),
 		FloorServing: round2(float64(k) / floor), FloorConnected: round2(float64(k*laneConns(lane)) / floor)}
-	if err := validFault(fault); err != nil {
+	if err := validFault(fault, p.nodes); err != nil {
 		return r, err
 	}
 	if p.nodes > 1 {
@@ -616,7 +642,7 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	var all, kept []int // every node; those whose JVM survives the fault
 	for i := range p.nodes {
 		all = append(all, i)
-		if fault != "kill" || !slices.Contains(faulted, i) {
+		if !restartsJVM(fault) || !slices.Contains(faulted, i) {
 			kept = append(kept, i)
 		}
 	}
@@ -650,8 +676,15 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 		}
 	}
 	switch fault {
-	case "kill":
-		if err := onNodes(faulted, c.Kill); err != nil {
+	case "kill", "stop":
+		// kill: SIGKILL. stop: a graceful stop, SIGTERM: Cassandra drains (the native
+		// transport closes, the peers are told) and exits. Either way the fault is from the
+		// JVMs' exit, and they are started again at once.
+		stop := c.Kill
+		if fault == "stop" {
+			stop = c.Stop
+		}
+		if err := onNodes(faulted, stop); err != nil {
 			return r, err
 		}
 		tellDown()
@@ -660,6 +693,26 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 		}
 		for _, i := range faulted {
 			ready = latest(ready, c.ReadyAt(i))
+		}
+	case "rolling":
+		// An operator's rolling restart of the fleet's nodes: each stopped gracefully,
+		// started, and rollSettle after it answers CQL the next one. The fleet keeps a node
+		// all along, so its clients mostly serve throughout: the query failures and the
+		// longest gaps say what the restart cost them, and "ready" is the last node answering.
+		for j, i := range faulted {
+			if err := c.Stop(i); err != nil {
+				return r, err
+			}
+			if j == 0 {
+				tellDown()
+			}
+			if err := c.Start(ctx, i); err != nil {
+				return r, err
+			}
+			ready = c.ReadyAt(i)
+			if j < len(faulted)-1 {
+				time.Sleep(p.rollSettle)
+			}
 		}
 	case "disablebinary":
 		if err := onNodes(faulted, func(i int) error { return c.DisableBinary(ctx, i) }); err != nil {
@@ -716,7 +769,7 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	for _, w := range ws {
 		w.send("report")
 	}
-	var firsts []float64
+	var firsts, gaps []float64
 	var fleetCPU time.Duration
 	if err := await(ws, "report", time.Now().Add(30*time.Second), func(_ int, l workerLine) {
 		if l.Ev != "report" || l.Report == nil {
@@ -731,6 +784,10 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 		}
 		r.Setups.add(l.Report.Setups)
 		fleetCPU += l.Report.CPU
+		r.QueryFailures += l.Report.QueryFailures
+		for _, g := range l.Report.MaxGap {
+			gaps = append(gaps, g.Seconds())
+		}
 	}); err != nil {
 		return r, err
 	}
@@ -763,6 +820,8 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	}
 	r.FirstOK = firsts
 	r.T50, r.T95, r.T100 = quantile(firsts, 0.5), quantile(firsts, 0.95), quantile(firsts, 1)
+	slices.Sort(gaps)
+	r.GapP50S, r.GapP95S, r.GapMaxS = quantile(gaps, 0.5), quantile(gaps, 0.95), quantile(gaps, 1)
 	r.returnRate()
 	r.setCanary(canaryWindow(samples, faultAt.Add(-p.canarySteady), faultAt),
 		canaryWindow(samples, ready, returnWindowEnd(ready, r.T100, r.Unserved, p.capAfter)))

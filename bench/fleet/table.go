@@ -40,8 +40,8 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | server CPU s | fleet CPU s | canary p50 / p99 ms steady → return |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	t := func(v float64) string {
 		if v < 0 {
 			return "never"
@@ -62,11 +62,20 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.nodes() > 1 {
 			k = fmt.Sprintf("%d (%d nodes)", r.K, r.nodes())
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %s | %.1f | %.1f | %s |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %s | %.1f | %.1f | %s | %s |\n",
 			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
-			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, rate, r.ServerCPU, r.FleetCPU, canaryCell(r))
+			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, rate, r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
 	}
 	return b.String()
+}
+
+// gapCell is the failed queries and the longest gaps column; "–" for a row measured before
+// they were recorded.
+func gapCell(r Row) string {
+	if r.GapMaxS == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%d; %.2f / %.2f / %.2f", r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS)
 }
 
 // canaryCell is the canary's column: p50 / p99 in the steady window → in the return window,

@@ -40,6 +40,12 @@ type workerReport struct {
 	Setups  setups  `json:"setups"`
 	// CPU is the worker's user+system CPU time from "ready" to "report".
 	CPU time.Duration `json:"cpu_ns"`
+	// QueryFailures is the clients' failed queries between "down" and "report".
+	QueryFailures int64 `json:"query_failures"`
+	// MaxGap is each client's longest time without a successful query over a span that ended
+	// after "down" (from its last success before, or the last one at "report" when none came
+	// since).
+	MaxGap []time.Duration `json:"max_gap_ns"`
 }
 
 // setups counts connection setups: gocql's (ConnectObserver: dial, STARTUP, AUTH) and
@@ -155,10 +161,31 @@ func (w *worker) ccObserver() controlconn.Observer {
 	return controlconn.Observer{DialFinished: func(_ controlconn.Endpoint, err error, _ time.Duration) { w.setupEnded(time.Now(), err) }}
 }
 
-// member is one client and its first success after "down".
+// member is one client, its first success after "down", its last success and its longest
+// gap between two successes since "down" (Unix nanoseconds, nanoseconds).
 type member struct {
 	c       client
 	firstOK atomic.Int64
+	lastOK  atomic.Int64
+	maxGap  atomic.Int64
+}
+
+// succeeded records a success at now (Unix ns): the gap since the last success counts when
+// it ends after "down" (down, Unix ns, 0 when no fault runs).
+func (m *member) succeeded(now, down int64) {
+	last := m.lastOK.Swap(now)
+	if down != 0 && last != 0 && now > down && now-last > m.maxGap.Load() {
+		m.maxGap.Store(now - last)
+	}
+}
+
+// gapAt is the member's longest gap since "down" as of now: the open one counts too.
+func (m *member) gapAt(now int64) time.Duration {
+	g := m.maxGap.Load()
+	if last := m.lastOK.Load(); last != 0 && now-last > g {
+		g = now - last
+	}
+	return time.Duration(g)
 }
 
 func cpuNow() time.Duration {
@@ -207,6 +234,7 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 		}
 	}()
 	var down atomic.Int64 // Unix ns of "down", 0 before
+	var failures atomic.Int64
 	var okOnce sync.WaitGroup
 	okOnce.Add(n)
 	for i, m := range members {
@@ -219,7 +247,11 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 				qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
 				err := m.c.Query(qctx)
 				qcancel()
+				if err != nil && down.Load() != 0 {
+					failures.Add(1)
+				}
 				if err == nil {
+					m.succeeded(time.Now().UnixNano(), down.Load())
 					if first {
 						first = false
 						okOnce.Done()
@@ -253,7 +285,9 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			w.mu.Unlock()
 			for _, m := range members {
 				m.firstOK.Store(0)
+				m.maxGap.Store(0)
 			}
+			failures.Store(0)
 			down.Store(now.UnixNano())
 			close(ticker)
 			ticker = make(chan struct{})
@@ -280,9 +314,11 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 		case "report":
 			close(ticker)
 			ticker = make(chan struct{})
-			r := &workerReport{CPU: cpuNow() - cpu0}
+			r := &workerReport{CPU: cpuNow() - cpu0, QueryFailures: failures.Load()}
+			now := time.Now().UnixNano()
 			for _, m := range members {
 				r.FirstOK = append(r.FirstOK, m.firstOK.Load())
+				r.MaxGap = append(r.MaxGap, m.gapAt(now))
 			}
 			w.mu.Lock()
 			r.Setups = w.set
