@@ -401,9 +401,12 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 	g.mu.Lock()
 	if !g.closed.Load() {
 		var at time.Time
-		if kind == dialgate.Control {
+		switch kind {
+		case dialgate.Control:
 			at = g.gate.ControlSetupDone(g.now(), addr, took, outcome)
-		} else {
+		case dialgate.PooledControl:
+			at = g.gate.PooledControlSetupDone(g.now(), addr, took, outcome)
+		default:
 			at = g.gate.SetupDone(g.now(), addr, took, outcome)
 		}
 		if !at.IsZero() {

@@ -80,3 +80,25 @@ func TestDriverSetupKindTellsGocqlsControlConnectionFromItsPools(t *testing.T) {
 		assert.Equal(t, 6, d.ends[dialgate.Pool])
 	})
 }
+
+// Each gocql line's control-connection methods have their kind; nothing else is one. The
+// names are the runtime's, as gocql v1.7.0 and v2.1.2 are built (gocqlv2's
+// TestV2ControlConnectionFramesNamed checks v2's on a real session).
+func TestControlConnKind(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		kind dialgate.Kind
+		ok   bool
+	}{
+		{"github.com/gocql/gocql.(*controlConn).connect", dialgate.Control, true},
+		{"github.com/gocql/gocql.(*controlConn).reconnect", dialgate.Control, true},
+		{"github.com/apache/cassandra-gocql-driver/v2.(*controlConn).attemptReconnect", dialgate.PooledControl, true},
+		{"github.com/apache/cassandra-gocql-driver/v2.(*hostConnPool).connect", dialgate.Pool, false},
+		{"github.com/gocql/gocql.(*hostConnPool).fill", dialgate.Pool, false},
+		{"github.com/cqlcontrol/cqlcontrol/controlconn.(*controlConn).dial", dialgate.Pool, false},
+	} {
+		k, ok := controlConnKind(c.name)
+		assert.Equal(t, c.ok, ok, c.name)
+		assert.Equal(t, c.kind, k, c.name)
+	}
+}

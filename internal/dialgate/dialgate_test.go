@@ -701,6 +701,24 @@ func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 	assert.Equal(t, 1, inflight, "the control's setup ended no pool setup")
 }
 
+// gocql v2's control connection, admitted as a pool's (PooledControl): it takes the returning
+// host's slot, and its end frees it, but ready, slowly, it does not serve the client, so the
+// pool's first setup waits out an unserved client's pause (from 100 ms, full jitter), not a
+// served one's (ServedHold × its 3 s: 6 s at u = 0). Checked to fail with its end recorded by
+// SetupDone (the pool's setup then waited 6 s).
+func TestDialGateReturnPooledControlDoesNotServe(t *testing.T) {
+	gate := New(testConfig, func() float64 { return 0 })
+	now := at(5 * time.Second)
+	returned(t, gate, now) // the v2 control connection's dial returned hostA: its setup takes the slot
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "the control connection's setup holds the one slot")
+	now = now.Add(3 * time.Second)
+	gate.PooledControlSetupDone(now, hostA, 3*time.Second, SetupOK) // ready after 3 s: slow
+	limit, inflight := gate.Limit(hostA)
+	assert.Equal(t, 1, limit)
+	assert.Zero(t, inflight, "its end freed the slot")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(time.Millisecond), hostA), "not served: the pool's first setup is not held a served client's pause")
+}
+
 // Setups no SetupDone ended (a driver whose connect observer was replaced) are forgotten after
 // setupPatience: a host is never closed for good by a lost observation.
 func TestDialGateReturnForgetsLostSetups(t *testing.T) {
