@@ -65,13 +65,7 @@ func TestV2ControlConnectionFramesNamed(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, sim.Close()) }()
-		var ips []string
-		for _, n := range sim.Nodes() {
-			ips = append(ips, n.IP().String())
-		}
-		cluster := gocql.NewCluster(ips...)
-		cluster.Port = sim.Port()
-		cluster.Dialer = sim
+		cluster := simCluster(sim)
 		cluster.Logger = gocql.NewLogger(gocql.LogLevelNone)
 		d := &frameDialer{inner: v2HostDialer(cluster, nil), dials: map[bool]int{}, ends: map[bool]int{}}
 		cluster.HostDialer = d
@@ -88,4 +82,16 @@ func TestV2ControlConnectionFramesNamed(t *testing.T) {
 		assert.Equal(t, 6, d.dials[false], "two pool connections to each of 3 nodes")
 		assert.Equal(t, 6, d.ends[false])
 	})
+}
+
+// simCluster is a gocql v2 config for sim's nodes, dialled in memory.
+func simCluster(sim *cqlsim.Cluster) *gocql.ClusterConfig {
+	var ips []string
+	for _, n := range sim.Nodes() {
+		ips = append(ips, n.IP().String())
+	}
+	cluster := gocql.NewCluster(ips...)
+	cluster.Port = sim.Port()
+	cluster.Dialer = sim
+	return cluster
 }

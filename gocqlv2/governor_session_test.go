@@ -47,13 +47,7 @@ func TestGovernedV2SessionDuringOutages(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 		require.NoError(t, err)
-		var ips []string
-		for _, n := range sim.Nodes() {
-			ips = append(ips, n.IP().String())
-		}
-		cluster := gocql.NewCluster(ips...)
-		cluster.Port = sim.Port()
-		cluster.Dialer = sim
+		cluster := simCluster(sim)
 		rec := &v2DownCounter{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), downs: map[string]int{}}
 		cluster.PoolConfig.HostSelectionPolicy = rec
 		cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
@@ -70,7 +64,8 @@ func TestGovernedV2SessionDuringOutages(t *testing.T) {
 		nodes[2].Stop()
 		time.Sleep(8 * time.Second)
 		require.Positive(t, cc.GovernorStats().RefusedBackoff, "the governor refused gocql's fills")
-		for _, ip := range ips[1:] {
+		for _, n := range nodes[1:] {
+			ip := n.IP().String()
 			t.Logf("FIGURE v2 host %s: %d HostDown in 8 s", ip, rec.count(ip))
 			assert.LessOrEqual(t, rec.count(ip), 3, "host %s: refusals do not convict", ip)
 		}
