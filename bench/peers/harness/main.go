@@ -140,11 +140,11 @@ func run(ctx context.Context, cfg config) error {
 	res.Counter = fmt.Sprintf("nftables: a counter on the output hook, TCP SYN without ACK from the lane's process (its own group ID, meta skgid) to %s-%s port %d", cfg.baseIP, nthIP(cfg.baseIP, 2), 9042)
 	res.WaitS = cfg.wait.Seconds()
 	res.SettleS = settle.Seconds()
-	syn, err := installSYNCounter(cfg.baseIP, nthIP(cfg.baseIP, 2), 9042)
+	syn, err := installSYNCounter([]string{cfg.baseIP, nthIP(cfg.baseIP, 1), nthIP(cfg.baseIP, 2)}, 9042)
 	if err != nil {
 		return err
 	}
-	defer syn.Close()
+	defer func() { _ = syn.Close() }()
 	logDir := filepath.Join(cfg.cache, "logs", began.UTC().Format("20060102T150405"))
 	logf("lane logs in %s", logDir)
 

@@ -7,19 +7,11 @@
 package blackhole
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
-	"regexp"
-	"strconv"
-	"strings"
-	"sync/atomic"
-	"syscall"
-)
 
-var seq atomic.Int64
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/nft"
+)
 
 // Table is one nftables table of blackholed address and port pairs.
 type Table struct{ name string }
@@ -28,11 +20,11 @@ type Table struct{ name string }
 // number, after removing the tables of that prefix whose process is gone. It fails when nft is
 // not on PATH or cannot create the table (not root, say).
 func New(prefix string) (*Table, error) {
-	if _, err := exec.LookPath("nft"); err != nil {
-		return nil, fmt.Errorf("blackhole: nft not on PATH: %w", err)
+	if err := nft.Available(); err != nil {
+		return nil, fmt.Errorf("blackhole: %w", err)
 	}
 	_ = RemoveStale(prefix) // a table left behind drops nothing new; this run's own table is what matters
-	b := &Table{name: fmt.Sprintf("%s%d_%d", prefix, os.Getpid(), seq.Add(1))}
+	b := &Table{name: nft.TableName(prefix)}
 	script := fmt.Sprintf(`table inet %s {
 	set holes { type ipv4_addr . inet_service; }
 	chain out {
@@ -42,7 +34,7 @@ func New(prefix string) (*Table, error) {
 	}
 }
 `, b.name)
-	if out, err := nft(script, "-f", "-"); err != nil {
+	if out, err := nft.Run(script, "-f", "-"); err != nil {
 		return nil, fmt.Errorf("blackhole: nft cannot create table %s: %w: %s", b.name, err, out)
 	}
 	return b, nil
@@ -61,7 +53,7 @@ func (b *Table) element(verb, ip, port string) error {
 	if a := net.ParseIP(ip).To4(); a == nil || !a.IsLoopback() {
 		return fmt.Errorf("blackhole: %q is not a loopback IPv4 address", ip)
 	}
-	if out, err := nft("", verb, "element", "inet", b.name, "holes", "{ "+ip+" . "+port+" }"); err != nil {
+	if out, err := nft.Run("", verb, "element", "inet", b.name, "holes", "{ "+ip+" . "+port+" }"); err != nil {
 		return fmt.Errorf("blackhole: nft %s %s:%s: %w: %s", verb, ip, port, err, out)
 	}
 	return nil
@@ -69,10 +61,10 @@ func (b *Table) element(verb, ip, port string) error {
 
 // Close deletes the table and checks that it is gone.
 func (b *Table) Close() error {
-	if out, err := nft("", "delete", "table", "inet", b.name); err != nil {
-		return fmt.Errorf("blackhole: removing nftables table %s: %w: %s", b.name, err, out)
+	if err := nft.DeleteTable(b.name); err != nil {
+		return fmt.Errorf("blackhole: %w", err)
 	}
-	if _, err := nft("", "list", "table", "inet", b.name); err == nil {
+	if _, err := nft.Run("", "list", "table", "inet", b.name); err == nil {
 		return fmt.Errorf("blackhole: nftables table %s is still there", b.name)
 	}
 	return nil
@@ -80,29 +72,4 @@ func (b *Table) Close() error {
 
 // RemoveStale removes the tables named with prefix whose process is gone (a run killed before
 // its cleanup), and returns what it could not remove.
-func RemoveStale(prefix string) error {
-	out, err := nft("", "list", "tables", "inet")
-	if err != nil {
-		return nil
-	}
-	re := regexp.MustCompile(`(?m)^table inet (` + regexp.QuoteMeta(prefix) + `(\d+)_\d+)$`)
-	var errs []error
-	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
-		pid, err := strconv.Atoi(m[2])
-		if err != nil || syscall.Kill(pid, 0) != syscall.ESRCH {
-			continue
-		}
-		if out, err := nft("", "delete", "table", "inet", m[1]); err != nil {
-			errs = append(errs, fmt.Errorf("blackhole: removing the stale nftables table %s: %w: %s", m[1], err, out))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func nft(stdin string, args ...string) ([]byte, error) {
-	cmd := exec.Command("nft", args...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	return cmd.CombinedOutput()
-}
+func RemoveStale(prefix string) error { return nft.RemoveStale(prefix) }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/nft"
 )
 
 // A blackholed address and port drop the SYN (the dial times out, not refused), a healed one
@@ -52,6 +54,6 @@ func TestDropHealClose(t *testing.T) {
 	require.NoError(t, dial())
 	assert.Error(t, b.Drop("10.1.2.3", port), "only loopback")
 	require.NoError(t, b.Close())
-	out, _ := nft("", "list", "tables", "inet")
+	out, _ := nft.Run("", "list", "tables", "inet")
 	assert.NotContains(t, string(out), b.Name())
 }
