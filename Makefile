@@ -57,13 +57,13 @@ long:
 real:
 	CQLCONTROL_REAL=1 $(GO) test -p 1 -count=1 -timeout 40m -v -skip 'TestRealConformance|TestContainer|TestTLS' ./realcluster/ ./integration/real/
 	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run 'Real' -skip 'TestRealV2TLS' ./...
+	cd bench/fleet && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 10m -v ./...
 
 # The TLS restarts on real Cassandra (docs/real-cassandra.md): v1 (server TLS, mutual TLS,
 # host name verification, bad certificates, rotation) and gocql v2 under mutual TLS.
 tls:
 	CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 30m -v -run '^TestTLS$$' ./integration/real/
 	cd gocqlv2 && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 20m -v -run '^TestRealV2TLS$$' ./...
-	cd bench/fleet && CQLCONTROL_REAL=1 $(GO) test -count=1 -timeout 10m -v ./...
 
 # The chaos schedule (integration/real TestChaos): 3 real Cassandra 5.0.8 nodes on
 # 127.0.0.141-143 and a governed gocql process with a subscriber, through a seeded random
@@ -112,10 +112,13 @@ containers:
 # fleet's role at bcrypt cost 10 then 12, through SIGKILL + restart and 30 s of nodetool
 # disablebinary. Writes bench/fleet/results.json (rows of a rerun replace the same rows), draws
 # bench/fleet/fleet.png and .svg from it (go run . -chart redraws them alone) and prints the table
-# for BENCHMARKS.md. Needs java (17) and mvn, as make real. About 40 minutes on two
-# cores with the defaults; FLEET_FLAGS narrows or widens a run (-k 100 -costs 10 -lanes gocql).
+# for BENCHMARKS.md. Needs java (17) and mvn, as make real, and root for the SYN counts
+# (nftables, installed from Debian's package here, and the workers' group ID); without them
+# the run counts no SYNs and says so. About 40 minutes on two cores with the defaults;
+# FLEET_FLAGS narrows or widens a run (-k 100 -costs 10 -lanes gocql).
 FLEET_FLAGS ?= -k 100,300 -costs 10,12
 fleet:
+	@command -v nft >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; } || true
 	cd bench/fleet && $(GO) run . -out results.json $(FLEET_FLAGS)
 
 # golangci-lint at a pinned version, built from the module proxy on first use (cached after);

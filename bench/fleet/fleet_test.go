@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/syncount"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
@@ -80,6 +82,11 @@ func TestRealFleetSmoke(t *testing.T) {
 	if err := realcluster.LookTools(); err != nil {
 		t.Skipf("real Cassandra not available here: %v", err)
 	}
+	// The SYNs are counted where nftables is (make real runs as root, with the package).
+	nftOK := false
+	if c, err := syncount.New("cqlcontrol_fleettest_", fleetGID, []string{"127.0.0.112"}, 9042); err == nil {
+		nftOK = c.Close() == nil
+	}
 	p := plan{lanes: []string{"gocql", "cqlcontrol-governed"}, faults: []string{"disablebinary"}, ks: []int{20}, costs: []int{10},
 		perProc: 10, binaryOff: 5 * time.Second, capAfter: 30 * time.Second, ip: "127.0.0.112",
 		settle: time.Second, tail: 3 * time.Second, floorWarm: time.Second, floorWindow: 2 * time.Second, canarySteady: 2 * time.Second}
@@ -92,13 +99,21 @@ func TestRealFleetSmoke(t *testing.T) {
 		assert.Len(t, r.FirstOK, 20, r.Lane)
 		assert.Equal(t, 2, r.Processes, r.Lane)
 		assert.Positive(t, r.Setups.OK, "%s: setups counted", r.Lane)
-		assert.GreaterOrEqual(t, r.ServerLogins, r.Setups.OK, "%s: the server counted every login a client kept", r.Lane)
-		assert.GreaterOrEqual(t, r.AuthTasks, r.ServerLogins, "%s: the auth executor handled every login", r.Lane)
+		assert.Positive(t, r.Setups.OKAtRead, "%s: setups kept before the server's counters were read", r.Lane)
+		assert.LessOrEqual(t, r.Setups.OKAtRead, r.Setups.OK, r.Lane)
+		assert.GreaterOrEqual(t, r.ServerLogins, r.Setups.OKAtRead, "%s: the server counted every login a client kept before the read", r.Lane)
+		// A kept setup's login task had ended, or was ending on one of the 4 auth threads.
+		assert.GreaterOrEqual(t, r.AuthTasks, r.Setups.OKAtRead-4, "%s: the auth executor handled every login kept", r.Lane)
 		assert.GreaterOrEqual(t, r.T100, r.T50, r.Lane)
 		assert.GreaterOrEqual(t, r.ReadyAfterFaultS, 5.0, "%s: the node answered after the 5 s off", r.Lane)
 		assert.True(t, r.hasCanary(), "%s: the canary's steady window", r.Lane)
 		assert.GreaterOrEqual(t, r.CanarySteadyP99Ms, r.CanarySteadyP50Ms, r.Lane)
 		assert.Zero(t, r.Nodes, "%s: one node, not recorded", r.Lane)
+		if nftOK {
+			require.NotNil(t, r.SYNs, "%s: SYNs counted", r.Lane)
+			assert.Positive(t, r.SYNs.Return, "%s: the fleet's setups after the node answered", r.Lane)
+			assert.GreaterOrEqual(t, r.SYNs.Outage+r.SYNs.Return, r.Setups.OK, "%s: a SYN for every setup kept", r.Lane)
+		}
 	}
 	require.NoError(t, writeFleetChart(res, filepath.Join(t.TempDir(), "fleet")), "the chart draws from the rows")
 }
@@ -383,6 +398,8 @@ func TestTable(t *testing.T) {
 	three.Nodes = 3
 	three.setCanary(canaryStats{P50Ms: 0.45, P99Ms: 1.2, Queries: 100}, canaryStats{P50Ms: 0.8, P99Ms: 15.3, Queries: 120, Errors: 3})
 	three.QueryFailures, three.GapP50S, three.GapP95S, three.GapMaxS = 42, 1.5, 3.25, 7
+	three.SYNs = &SYNs{Outage: 120, Return: 640}
+	three.Setups.OK, three.Setups.OKAtRead, three.Wasted = 700, 690, 4
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
 	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
@@ -397,11 +414,40 @@ func TestTable(t *testing.T) {
 	for _, l := range lines[4:] {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
-	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | 0.0 | 0.0 | – | – |", lines[4])
+	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | – | 0.0 | 0.0 | – | – |", lines[4])
 	assert.True(t, strings.HasPrefix(lines[5], "| 10 | kill | 300 | 3 | cqlcontrol-governed |"), lines[5])
 	assert.True(t, strings.HasSuffix(lines[5], "| 0.50 / 0.90 → – |"), lines[5])
 	assert.True(t, strings.HasPrefix(lines[6], "| 10 | kill | 300 (3 nodes) | 3 | gocql |"), lines[6])
-	assert.True(t, strings.HasSuffix(lines[6], "| 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
+	assert.Contains(t, lines[6], "| 900 (0) | 0–4 |", "wasted: 4, less the 10 kept during the read")
+	assert.True(t, strings.HasSuffix(lines[6], "| 120 / 640 | 0.0 | 0.0 | 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
+}
+
+// The SYN sampler splits its samples at the node answering: the outage is up to the last
+// sample at or before it, the return from there; without a sample either side, a counter, or
+// after a failed read, the row has no SYNs.
+func TestSYNSampler(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	s := &synSampler{samples: []synSample{{at(0), 10}, {at(200), 60}, {at(400), 130}, {at(600), 500}, {at(800), 770}}}
+	assert.Equal(t, &SYNs{Outage: 120, Return: 640}, s.counts(at(450)))
+	assert.Equal(t, &SYNs{Outage: 120, Return: 640}, s.counts(at(400)), "a sample at the answer is the outage's")
+	assert.Nil(t, s.counts(at(-1)), "no sample before the answer")
+	assert.Nil(t, (&synSampler{samples: s.samples[:1]}).counts(at(0)), "one sample")
+	assert.Nil(t, (&synSampler{samples: s.samples, failed: true}).counts(at(450)), "a read failed")
+
+	none := startSYNSampler(nil)
+	none.end()
+	assert.Nil(t, none.counts(time.Now()), "no counter")
+
+	n := int64(0)
+	live := &synSampler{read: func() (int64, error) { n += 7; return n, nil }, stop: make(chan struct{}), done: make(chan struct{})}
+	close(live.done)
+	live.sample()
+	ready := time.Now()
+	time.Sleep(time.Millisecond)
+	live.read = func() (int64, error) { return 0, errors.New("nft gone") }
+	live.sample()
+	assert.Nil(t, live.counts(ready), "a failed read")
 }
 
 // 3-node rows draw in cells of their own, titled with the node count.

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/machine"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/syncount"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
@@ -324,7 +325,11 @@ type Row struct {
 	AuthSuccess  int64 `json:"auth_success"`
 	AuthFailure  int64 `json:"auth_failure"`
 	AuthTasks    int64 `json:"auth_tasks"`
-	// Wasted is ServerLogins minus the setups that succeeded (the logins clients kept).
+	// Wasted is ServerLogins minus the setups that had succeeded when the counters were read
+	// (the logins clients kept; Setups.OKAtRead). A setup kept while they were read (Setups.OK
+	// − Setups.OKAtRead) may be in ServerLogins: Wasted counts it as wasted, so the logins truly
+	// wasted are between Wasted minus those and Wasted. Rows measured before OKAtRead was
+	// recorded subtracted every setup kept until the report instead (Setups.OKAtRead 0).
 	Wasted int64 `json:"wasted_logins"`
 	// FloorServing and FloorConnected: K ÷ the floor and K × the lane's connections ÷ the floor.
 	FloorServing   float64 `json:"floor_serving_s"`
@@ -375,6 +380,9 @@ type Row struct {
 	GapP50S       float64 `json:"gap_p50_s,omitempty"`
 	GapP95S       float64 `json:"gap_p95_s,omitempty"`
 	GapMaxS       float64 `json:"gap_max_s,omitempty"`
+	// SYNs is the fleet's connection attempts (syns.go); absent when they were not counted
+	// (no nftables, or a row measured before they were).
+	SYNs *SYNs `json:"syns,omitempty"`
 }
 
 // nodes is the row's cluster size (rows measured before it was recorded had one node).
@@ -420,9 +428,9 @@ func (r Row) line() string {
 		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
 			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
 	}
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
 		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, r.ServerCPU, r.FleetCPU,
+		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.FleetCPU,
 		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary)
 }
 
@@ -456,6 +464,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			return res, err
 		}
 		res.Cassandra = c.Version()
+		syn := installSYNCounter(c)
 		err = func() error {
 			floor, err := measureFloor(c.Node(0).Addr(), user, password, 8, p.floorWarm, p.floorWindow)
 			if err != nil {
@@ -466,7 +475,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			fmt.Fprintf(os.Stderr, "floor at bcrypt cost %d: %.1f logins/s\n", cost, floor)
 			for _, k := range p.ks {
 				for _, l := range p.lanes {
-					rows, err := runLane(c, p, l, k, cost, floor)
+					rows, err := runLane(c, syn, p, l, k, cost, floor)
 					for _, r := range rows {
 						res.Rows = append(res.Rows, r)
 						each(r, res)
@@ -479,6 +488,9 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			return nil
 		}()
 		cerr := c.Close()
+		if syn != nil {
+			cerr = errors.Join(cerr, syn.Close())
+		}
 		_ = os.RemoveAll(dir)
 		if err = errors.Join(err, cerr); err != nil {
 			return res, err
@@ -502,7 +514,8 @@ func (w *workerProc) send(cmd string) {
 }
 
 // startWorkers starts the fleet: K clients of lane over ceil(K/perProc) processes.
-func startWorkers(c *realcluster.Cluster, p plan, lane string, k int) ([]*workerProc, error) {
+// With synGroup the workers run with fleetGID as their group, the SYN counter's match.
+func startWorkers(c *realcluster.Cluster, p plan, lane string, k int, synGroup bool) ([]*workerProc, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -514,6 +527,9 @@ func startWorkers(c *realcluster.Cluster, p plan, lane string, k int) ([]*worker
 			"-n", strconv.Itoa(n), "-wait-every", p.waitEvery.String(), "-serve-every", p.serveEvery.String())
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", workerEnv+"=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		if synGroup {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(os.Getuid()), Gid: fleetGID}
+		}
 		logf, err := os.CreateTemp("", fmt.Sprintf("cqlcontrol-fleet-%s-%d-*.log", lane, i))
 		if err != nil {
 			stopWorkers(ws)
@@ -604,9 +620,9 @@ func await(ws []*workerProc, want string, deadline time.Time, f func(i int, l wo
 }
 
 // runLane starts the fleet of one lane and takes it through each fault.
-func runLane(c *realcluster.Cluster, p plan, lane string, k, cost int, floor float64) ([]Row, error) {
+func runLane(c *realcluster.Cluster, syn *syncount.Counter, p plan, lane string, k, cost int, floor float64) ([]Row, error) {
 	fmt.Fprintf(os.Stderr, "lane %s K=%d: starting the fleet\n", lane, k)
-	ws, err := startWorkers(c, p, lane, k)
+	ws, err := startWorkers(c, p, lane, k, syn != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -617,7 +633,7 @@ func runLane(c *realcluster.Cluster, p plan, lane string, k, cost int, floor flo
 	var rows []Row
 	for _, fault := range p.faults {
 		time.Sleep(p.settle)
-		r, err := runFault(c, p, ws, lane, fault, k, cost, floor)
+		r, err := runFault(c, syn, p, ws, lane, fault, k, cost, floor)
 		if err != nil {
 			return rows, err
 		}
@@ -628,7 +644,7 @@ func runLane(c *realcluster.Cluster, p plan, lane string, k, cost int, floor flo
 
 // runFault takes the fleet through one fault: the canary's steady window, the fault on
 // faultedNodes (at once), their return, the count after tail, and the workers' reports.
-func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault string, k, cost int, floor float64) (Row, error) {
+func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*workerProc, lane, fault string, k, cost int, floor float64) (Row, error) {
 	ctx := context.Background()
 	r := Row{Lane: lane, Fault: fault, K: k, Cost: cost, Processes: len(ws),
 		FloorServing: round2(float64(k) / floor), FloorConnected: round2(float64(k*laneConns(lane)) / floor)}
@@ -669,7 +685,14 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	time.Sleep(p.canarySteady)
 	faultAt := time.Now()
 	var ready, down time.Time
+	var syns *synSampler
+	defer func() {
+		if syns != nil {
+			syns.end() // on an error return; a no-op after the count's
+		}
+	}()
 	tellDown := func() {
+		syns = startSYNSampler(syn)
 		down = time.Now()
 		for _, w := range ws {
 			w.send("down")
@@ -759,7 +782,14 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	// The canary ends at the count: its logins from counted on are known before they are
 	// taken out of the nodes' counts.
 	samples := cn.close()
+	syns.end()
+	r.SYNs = syns.counts(ready)
 	canaryLogins := cn.loginsSince(counted)
+	// The setups kept before the read: every one's login is in it (a setup ends after its
+	// AUTH_SUCCESS). The commands go out in order, so "mark" comes before "report".
+	for _, w := range ws {
+		w.send("mark")
+	}
 	after, err := nodeLogins(ctx, c, all)
 	if err != nil {
 		return r, err
@@ -799,7 +829,7 @@ func runFault(c *realcluster.Cluster, p plan, ws []*workerProc, lane, fault stri
 	if after.Success < 0 || after.Failure < 0 || before.Success < 0 || before.Failure < 0 {
 		r.ServerLogins = r.AuthTasks // ClientMetrics unreadable: the executor's count
 	}
-	r.Wasted = r.ServerLogins - r.Setups.OK
+	r.Wasted = r.ServerLogins - r.Setups.OKAtRead
 	slices.SortFunc(firsts, func(a, b float64) int {
 		switch {
 		case a == b:

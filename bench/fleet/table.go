@@ -40,8 +40,8 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	t := func(v float64) string {
 		if v < 0 {
 			return "never"
@@ -62,9 +62,9 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.nodes() > 1 {
 			k = fmt.Sprintf("%d (%d nodes)", r.K, r.nodes())
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %d | %.1f / %.1f | %s | %.1f | %.1f | %s | %s |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %.1f | %.1f | %s | %s |\n",
 			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
-			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, rate, r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
+			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, rate, synCell(r), r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
 	}
 	return b.String()
 }
@@ -76,6 +76,24 @@ func gapCell(r Row) string {
 		return "–"
 	}
 	return fmt.Sprintf("%d; %.2f / %.2f / %.2f", r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS)
+}
+
+// wastedCell is the wasted logins: a range when setups were kept while the server's counters
+// were read (their logins may or may not be in the count; Row.Wasted), a figure otherwise.
+func wastedCell(r Row) string {
+	during := r.Setups.OK - r.Setups.OKAtRead
+	if r.Setups.OKAtRead == 0 || during == 0 {
+		return strconv.FormatInt(r.Wasted, 10)
+	}
+	return fmt.Sprintf("%d–%d", max(0, r.Wasted-during), r.Wasted)
+}
+
+// synCell is the SYNs column; "–" for a row whose SYNs were not counted.
+func synCell(r Row) string {
+	if r.SYNs == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%d / %d", r.SYNs.Outage, r.SYNs.Return)
 }
 
 // canaryCell is the canary's column: p50 / p99 in the steady window → in the return window,

@@ -21,7 +21,8 @@ import (
 // A worker is one OS process of the fleet (GOMAXPROCS=1) holding its share of the clients.
 // The coordinator talks to it by lines: on stdin "down" (the fault has happened: setups and
 // first successes count from now), "ready" (the node answers CQL again, with several nodes the
-// last faulted one: the CPU count starts), "report" and "quit"; on stdout one JSON object a
+// last faulted one: the CPU count starts), "mark" (the server's login counters are about to be
+// read: the setups kept so far are noted), "report" and "quit"; on stdout one JSON object a
 // line (workerLine).
 
 // workerLine is one line a worker prints.
@@ -57,8 +58,12 @@ type setups struct {
 	TimedOut int64 `json:"timed_out"`
 	// NotSent is the dials the dial governor refused before sending anything (not in
 	// Started: no packet left the client).
-	NotSent int64            `json:"not_sent_governor"`
-	ByError map[string]int64 `json:"by_error,omitempty"`
+	NotSent int64 `json:"not_sent_governor"`
+	// OKAtRead is OK when the coordinator was about to read the server's login counters
+	// ("mark"): each of those setups' logins is in the server's count, which the setups kept
+	// after it (OK − OKAtRead) may or may not be.
+	OKAtRead int64            `json:"ok_at_read"`
+	ByError  map[string]int64 `json:"by_error,omitempty"`
 	// PerSecond is setups ended in each second after "down"; OKPerSecond those that succeeded.
 	PerSecond   []int64 `json:"per_second,omitempty"`
 	OKPerSecond []int64 `json:"ok_per_second,omitempty"`
@@ -70,6 +75,7 @@ func (s *setups) add(o setups) {
 	s.Failed += o.Failed
 	s.TimedOut += o.TimedOut
 	s.NotSent += o.NotSent
+	s.OKAtRead += o.OKAtRead
 	for k, v := range o.ByError {
 		if s.ByError == nil {
 			s.ByError = map[string]int64{}
@@ -311,6 +317,10 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			}(ticker)
 		case "ready":
 			cpu0 = cpuNow()
+		case "mark":
+			w.mu.Lock()
+			w.set.OKAtRead = w.set.OK
+			w.mu.Unlock()
 		case "report":
 			close(ticker)
 			ticker = make(chan struct{})
