@@ -78,14 +78,20 @@ func percentileMs(lat []time.Duration, q float64) float64 {
 	return round2(float64(sorted[i]) / float64(time.Millisecond))
 }
 
-// returnWindowEnd is the end of the canary's return window, which begins when the faulted
-// node(s) answer CQL (ready): when the last fleet client served (t100 seconds after ready), or
-// the cap when some client never served (unserved, or t100 < 0) or served only after it.
-func returnWindowEnd(ready time.Time, t100 float64, unserved int, capAfter time.Duration) time.Time {
-	if unserved > 0 || t100 < 0 {
-		return ready.Add(capAfter)
+// canaryReturnWindow is the canary's return window. For a fault the fleet's nodes come back
+// from, it begins when the faulted node(s) answer CQL (ready) and ends when the last fleet
+// client served (t100 seconds after ready), or at the cap when some client never served
+// (unserved, or t100 < 0) or served only after it. A rolling restart keeps a node throughout,
+// so its clients serve all along (T100 0, an empty window from ready): its window is the whole
+// restart, from the first node's stop (down) to the count (countAt).
+func canaryReturnWindow(fault string, down, ready, countAt time.Time, t100 float64, unserved int, capAfter time.Duration) (from, to time.Time) {
+	switch {
+	case fault == "rolling":
+		return down, countAt
+	case unserved > 0 || t100 < 0:
+		return ready, ready.Add(capAfter)
 	}
-	return ready.Add(min(time.Duration(t100*float64(time.Second)), capAfter))
+	return ready, ready.Add(min(time.Duration(t100*float64(time.Second)), capAfter))
 }
 
 // canaryConfig is the canary's ClusterConfig on hosts (every node's address, node 1 first):

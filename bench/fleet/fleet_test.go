@@ -240,14 +240,20 @@ func TestCanaryWindow(t *testing.T) {
 
 // The return window ends when the last client served, or at the cap when one never did (or
 // served only after it).
-func TestReturnWindowEnd(t *testing.T) {
+func TestCanaryReturnWindow(t *testing.T) {
 	ready := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	down, countAt := ready.Add(-40*time.Second), ready.Add(12*time.Second)
 	capAfter := 180 * time.Second
-	assert.Equal(t, ready.Add(23070*time.Millisecond), returnWindowEnd(ready, 23.07, 0, capAfter))
-	assert.Equal(t, ready, returnWindowEnd(ready, 0, 0, capAfter), "every client served before the node answered: empty")
-	assert.Equal(t, ready.Add(capAfter), returnWindowEnd(ready, -1, 3, capAfter), "unserved: the cap")
-	assert.Equal(t, ready.Add(capAfter), returnWindowEnd(ready, 100, 1, capAfter), "unserved with a T100: the cap")
-	assert.Equal(t, ready.Add(capAfter), returnWindowEnd(ready, 185, 0, capAfter), "served in the tail, after the cap: the cap")
+	window := func(fault string, t100 float64, unserved int) [2]time.Time {
+		from, to := canaryReturnWindow(fault, down, ready, countAt, t100, unserved, capAfter)
+		return [2]time.Time{from, to}
+	}
+	assert.Equal(t, [2]time.Time{ready, ready.Add(23070 * time.Millisecond)}, window("kill", 23.07, 0))
+	assert.Equal(t, [2]time.Time{ready, ready}, window("stop", 0, 0), "every client served before the node answered: empty")
+	assert.Equal(t, [2]time.Time{ready, ready.Add(capAfter)}, window("kill", -1, 3), "unserved: the cap")
+	assert.Equal(t, [2]time.Time{ready, ready.Add(capAfter)}, window("disablebinary", 100, 1), "unserved with a T100: the cap")
+	assert.Equal(t, [2]time.Time{ready, ready.Add(capAfter)}, window("kill", 185, 0), "served in the tail, after the cap: the cap")
+	assert.Equal(t, [2]time.Time{down, countAt}, window("rolling", 0, 0), "a rolling restart: all of it")
 }
 
 func TestNodes(t *testing.T) {

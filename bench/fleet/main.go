@@ -360,7 +360,8 @@ type Row struct {
 	Nodes int `json:"nodes,omitempty"`
 	// The canary (canary.go): one client beside the fleet, pinned to node 1 with 3 nodes,
 	// querying every 100 ms. Steady is the last 10 s before the fault; the return is from the
-	// node(s) answering CQL until the last fleet client served, or the cap. Percentiles are of
+	// node(s) answering CQL until the last fleet client served, or the cap (a rolling restart's:
+	// from the first node's stop to the count, canaryReturnWindow). Percentiles are of
 	// every query begun in the window, a failed one at its elapsed time; CanaryErrors and
 	// CanaryQueries are the return window's. Absent (0) in rows measured before the canary;
 	// the return's are absent too when the window is empty (every client served before the
@@ -781,6 +782,7 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 	time.Sleep(p.tail)
 	// The canary ends at the count: its logins from counted on are known before they are
 	// taken out of the nodes' counts.
+	countAt := time.Now()
 	samples := cn.close()
 	syns.end()
 	r.SYNs = syns.counts(ready)
@@ -853,8 +855,8 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 	slices.Sort(gaps)
 	r.GapP50S, r.GapP95S, r.GapMaxS = quantile(gaps, 0.5), quantile(gaps, 0.95), quantile(gaps, 1)
 	r.returnRate()
-	r.setCanary(canaryWindow(samples, faultAt.Add(-p.canarySteady), faultAt),
-		canaryWindow(samples, ready, returnWindowEnd(ready, r.T100, r.Unserved, p.capAfter)))
+	from, to := canaryReturnWindow(fault, down, ready, countAt, r.T100, r.Unserved, p.capAfter)
+	r.setCanary(canaryWindow(samples, faultAt.Add(-p.canarySteady), faultAt), canaryWindow(samples, from, to))
 	return r, nil
 }
 
