@@ -400,16 +400,7 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 	kind := driverSetupKind()
 	g.mu.Lock()
 	if !g.closed.Load() {
-		var at time.Time
-		switch kind {
-		case dialgate.Control:
-			at = g.gate.ControlSetupDone(g.now(), addr, took, outcome)
-		case dialgate.PooledControl:
-			at = g.gate.PooledControlSetupDone(g.now(), addr, took, outcome)
-		default:
-			at = g.gate.SetupDone(g.now(), addr, took, outcome)
-		}
-		if !at.IsZero() {
+		if at := g.gate.SetupDone(g.now(), addr, kind, took, outcome); !at.IsZero() {
 			g.rearmAt(addr, at)
 		}
 	}

@@ -127,7 +127,7 @@ func (p *process) end(start time.Duration, host int, own bool) bool {
 		p.ours.evidence(start+p.cfg.DialTime, host)
 	}
 	if ok { // the model's setup is ready when its dial is (gocql's ConnectObserver reports it)
-		p.gate.SetupDone(now, a, p.cfg.DialTime, dialgate.SetupOK)
+		p.gate.SetupDone(now, a, dialgate.Pool, p.cfg.DialTime, dialgate.SetupOK)
 	}
 	return ok
 }

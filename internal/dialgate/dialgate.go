@@ -284,7 +284,7 @@ const (
 	Control
 	// PooledControl: a driver's own control connection admitted as a pool's (Admit: gocql
 	// v2's, see controlconn's driverSetupKind): it takes a setup slot, but ready, it serves no
-	// query, so it does not make the client served (PooledControlSetupDone).
+	// query, so it does not make the client served (SetupDone).
 	PooledControl
 )
 
@@ -495,9 +495,14 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 	return time.Time{}
 }
 
-// SetupDone records how one of the driver's pool setups to addr ended, took after it
-// started, for the return (the driver's setups to a host, not ours; ControlSetupDone for the
-// driver's control connection). A host that came back (its dial connected after it was known
+// SetupDone records how one of the driver's setups of kind to addr ended, took after it
+// started, for the return (the driver's setups to a host, not ours: OwnSetupDone). A Pool or
+// PooledControl setup frees the slot it took; a Control one took none. Each kind's slow-down
+// signals pause the host, but only a Pool setup ready serves the client: a control connection
+// serves no query, and a served client's next setups would wait out a served client's pause,
+// its pool's first among them (3 to 4 of 100 gocql v2 clients, whose control connection is
+// PooledControl, were served 7–22 s after the rest in make fleet before it was told apart).
+// A host that came back (its dial connected after it was known
 // down, or it was announced UP) admits one setup in flight, one more per setup ready within
 // SlowSetup, and opens at OpenLimit: a client's setups to a returning host are one after
 // another, not all at once. A slow-down signal (a setup ready after SlowSetup, or SetupBusy)
@@ -520,44 +525,7 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
 // end after a slow-down signal; zero when ours was not waiting.
-func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
-	return d.setupDone(now, addr, took, outcome, Pool)
-}
-
-// OwnSetupDone records how a setup of ours to addr ended (its dial, login and first metadata
-// read), took after it started: if it held one of the host's setups in flight (the client
-// served there, AdmitOwn while down), that slot is free again, and its slow-down signals pause
-// the host as a driver's setup's do. Any other setup of ours leaves the host as it is.
-func (d *DialGate) OwnSetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) {
-	h := d.hosts[addr]
-	if h == nil || !h.ownSlot {
-		return
-	}
-	h.ownSlot = false
-	if h.setups > 0 {
-		h.setups--
-	}
-	d.setupDone(now, addr, took, outcome, Control)
-}
-
-// ControlSetupDone records how a setup of the driver's own control connection to addr ended,
-// as SetupDone does for a pool setup, except that it held no slot (AdmitControl) and, ready,
-// does not serve the client: its slow-down signals pause the host all the same.
-func (d *DialGate) ControlSetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
-	return d.setupDone(now, addr, took, outcome, Control)
-}
-
-// PooledControlSetupDone records how a setup of a driver's control connection admitted as a
-// pool's (Admit, kind PooledControl) ended: as SetupDone, its slot freed and its slow-down
-// signals pausing the host, except that ready, it does not serve the client. Served, the
-// client's next setups would wait out a served client's pause (ServedHold times a slow
-// setup), its pool's first among them: 3 to 4 of 100 gocql v2 clients were served 7–22 s
-// after the rest in make fleet before this.
-func (d *DialGate) PooledControlSetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
-	return d.setupDone(now, addr, took, outcome, PooledControl)
-}
-
-func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome, kind Kind) (rearmAt time.Time) {
+func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took time.Duration, outcome SetupOutcome) (rearmAt time.Time) {
 	h := d.hosts[addr]
 	if h == nil && outcome == SetupBusy {
 		h = d.host(addr)
@@ -609,6 +577,22 @@ func (d *DialGate) setupDone(now time.Time, addr netip.AddrPort, took time.Durat
 		return h.pause
 	}
 	return now
+}
+
+// OwnSetupDone records how a setup of ours to addr ended (its dial, login and first metadata
+// read), took after it started: if it held one of the host's setups in flight (the client
+// served there, AdmitOwn while down), that slot is free again, and its slow-down signals pause
+// the host as a driver's setup's do. Any other setup of ours leaves the host as it is.
+func (d *DialGate) OwnSetupDone(now time.Time, addr netip.AddrPort, took time.Duration, outcome SetupOutcome) {
+	h := d.hosts[addr]
+	if h == nil || !h.ownSlot {
+		return
+	}
+	h.ownSlot = false
+	if h.setups > 0 {
+		h.setups--
+	}
+	d.SetupDone(now, addr, Control, took, outcome)
 }
 
 // Limit returns addr's setup limit (0: open) and its setups in flight.

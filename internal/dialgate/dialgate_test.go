@@ -47,7 +47,7 @@ func dial(gate *DialGate, now time.Time, addr netip.AddrPort, ok bool) (Verdict,
 	}
 	evidence := gate.Done(now, addr, ok, !ok)
 	if ok {
-		gate.SetupDone(now, addr, 0, SetupOK)
+		gate.SetupDone(now, addr, Pool, 0, SetupOK)
 	}
 	return v, evidence
 }
@@ -320,7 +320,7 @@ func TestDialGateLostAndProbed(t *testing.T) {
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA), "that failed: MaxInterval to the next")
 	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(2*time.Second), hostA), "a probe is a dial: not within the host's backoff")
 	gate.Done(back.Add(2*time.Second), hostA, true, false) // gocql's pool connected (an UP)
-	gate.SetupDone(back.Add(2*time.Second), hostA, 0, SetupOK)
+	gate.SetupDone(back.Add(2*time.Second), hostA, Pool, 0, SetupOK)
 	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "connected: open for gocql")
 }
 
@@ -359,7 +359,7 @@ func TestDialGateLostHost(t *testing.T) {
 	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA))
 	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostA))
 	gate.Done(at(time.Second), hostA, true, false)
-	gate.SetupDone(at(time.Second), hostA, 0, SetupOK)
+	gate.SetupDone(at(time.Second), hostA, Pool, 0, SetupOK)
 	gate.ConnUp(at(2 * time.Second))
 	assert.Equal(t, VerdictPass, gate.Admit(at(2*time.Second), hostA), "it accepted a dial: not suspect any more")
 }
@@ -597,19 +597,19 @@ func TestDialGateReturnSlowStart(t *testing.T) {
 	returned(t, gate, now)
 	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "a second setup while the first authenticates")
 	assert.Equal(t, VerdictPass, gate.Admit(now, hostB), "other hosts are not limited")
-	gate.SetupDone(now.Add(50*time.Millisecond), hostA, 50*time.Millisecond, SetupOK)
+	gate.SetupDone(now.Add(50*time.Millisecond), hostA, Pool, 50*time.Millisecond, SetupOK)
 	limit, _ := gate.Limit(hostA)
 	require.Equal(t, 2, limit, "one more per fast setup")
 	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
 	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "two in flight at limit 2")
-	gate.SetupDone(now, hostA, 50*time.Millisecond, SetupOK)
+	gate.SetupDone(now, hostA, Pool, 50*time.Millisecond, SetupOK)
 	limit, _ = gate.Limit(hostA)
 	require.Equal(t, 3, limit)
 	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
 	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "three in flight at limit 3")
-	gate.SetupDone(now, hostA, 50*time.Millisecond, SetupOK) // limit 4 = OpenLimit: open
+	gate.SetupDone(now, hostA, Pool, 50*time.Millisecond, SetupOK) // limit 4 = OpenLimit: open
 	limit, inflight := gate.Limit(hostA)
 	assert.Zero(t, limit, "open")
 	assert.Zero(t, inflight)
@@ -632,7 +632,7 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	gate := New(testConfig, func() float64 { return u })
 	now := at(5 * time.Second)
 	returned(t, gate, now)
-	gate.SetupDone(now, hostA, 11*time.Second, SetupBusy) // dropped after 11 s in the server's queue
+	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped after 11 s in the server's queue
 	limit, inflight := gate.Limit(hostA)
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight)
@@ -640,25 +640,25 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(49*time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(50*time.Millisecond), hostA))
 	now = now.Add(11 * time.Second)
-	gate.SetupDone(now, hostA, 11*time.Second, SetupBusy) // dropped again: window 200 ms, paused 100 ms
+	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped again: window 200 ms, paused 100 ms
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
 	now = now.Add(2 * time.Second)
-	gate.SetupDone(now, hostA, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 4 × 2 s) = 8 s
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 4 × 2 s) = 8 s
 	// Equal jitter: u = 0.5 pauses 8 s × (1 + 0.5) / 2 = 6 s; u = 0 would pause 4 s.
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(6*time.Second-time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(6*time.Second), hostA))
 	now = now.Add(20 * time.Second)
-	gate.SetupDone(now, hostA, 20*time.Second, SetupBusy) // served: 4 × 20 s, capped at 30 s
+	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 20 s, capped at 30 s
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(22*time.Second+499*time.Millisecond), hostA), "window 30 s, paused 22.5 s")
 	assert.Equal(t, VerdictPass, gate.Admit(now.Add(22*time.Second+500*time.Millisecond), hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
-	gate.SetupDone(now, hostB, 30*time.Millisecond, SetupBusy)
+	gate.SetupDone(now, hostB, Pool, 30*time.Millisecond, SetupBusy)
 	limit, _ = gate.Limit(hostB)
 	assert.Equal(t, OpenLimit/2, limit)
 	// A refused setup changes no limit.
-	gate.SetupDone(now, hostC, 0, SetupFailed)
+	gate.SetupDone(now, hostC, Pool, 0, SetupFailed)
 	limit, _ = gate.Limit(hostC)
 	assert.Zero(t, limit)
 }
@@ -674,7 +674,7 @@ func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 	gate := newGate(t)
 	returned(t, gate, now) // a pool dial returned hostA: its setup is in flight
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(now, hostA), "the pool's first setup is in flight")
-	gate.SetupDone(now.Add(2*time.Second), hostA, 2*time.Second, SetupOK) // served, slow: paused
+	gate.SetupDone(now.Add(2*time.Second), hostA, Pool, 2*time.Second, SetupOK) // served, slow: paused
 	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(now.Add(2*time.Second), hostA))
 	after := gate.PauseUntil(hostA)
 	require.Equal(t, VerdictPass, gate.AdmitControl(after, hostA), "served, nothing in flight")
@@ -695,7 +695,7 @@ func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 	require.Equal(t, 1, limit, "returning")
 	assert.Zero(t, inflight)
 	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the pool's first setup does not wait for the control's")
-	gate.ControlSetupDone(back.Add(50*time.Millisecond), hostA, 50*time.Millisecond, SetupOK)
+	gate.SetupDone(back.Add(50*time.Millisecond), hostA, Control, 50*time.Millisecond, SetupOK)
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(back, hostA), "the pool's first setup is still in flight: not served")
 	_, inflight = gate.Limit(hostA)
 	assert.Equal(t, 1, inflight, "the control's setup ended no pool setup")
@@ -712,7 +712,7 @@ func TestDialGateReturnPooledControlDoesNotServe(t *testing.T) {
 	returned(t, gate, now) // the v2 control connection's dial returned hostA: its setup takes the slot
 	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "the control connection's setup holds the one slot")
 	now = now.Add(3 * time.Second)
-	gate.PooledControlSetupDone(now, hostA, 3*time.Second, SetupOK) // ready after 3 s: slow
+	gate.SetupDone(now, hostA, PooledControl, 3*time.Second, SetupOK) // ready after 3 s: slow
 	limit, inflight := gate.Limit(hostA)
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight, "its end freed the slot")
@@ -788,9 +788,9 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA), "the driver's first setup is in flight")
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now.Add(time.Second), hostA))
 	ready := now.Add(80 * time.Millisecond)
-	assert.Equal(t, ready, gate.SetupDone(ready, hostA, 80*time.Millisecond, SetupOK), "ready: ours may go now")
+	assert.Equal(t, ready, gate.SetupDone(ready, hostA, Pool, 80*time.Millisecond, SetupOK), "ready: ours may go now")
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(ready, hostA), "the host accepted a dial in this outage")
-	assert.True(t, gate.SetupDone(ready, hostA, 50*time.Millisecond, SetupOK).IsZero(), "ours was not waiting")
+	assert.True(t, gate.SetupDone(ready, hostA, Pool, 50*time.Millisecond, SetupOK).IsZero(), "ours was not waiting")
 	v := gate.Admit(ready, hostA)
 	assert.True(t, v.Allowed(), "ours took no slot: %v", v)
 
@@ -799,7 +799,7 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA))
 	busy := now.Add(11 * time.Second)
 	pauseEnd := busy.Add(50 * time.Millisecond) // not served: window 100 ms, u = 0.5
-	assert.True(t, gate.SetupDone(busy, hostA, 11*time.Second, SetupBusy).IsZero(),
+	assert.True(t, gate.SetupDone(busy, hostA, Pool, 11*time.Second, SetupBusy).IsZero(),
 		"dropped: ours still waits for the driver's serving login, which redials after the pause")
 	assert.Equal(t, pauseEnd, gate.PauseUntil(hostA))
 	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(pauseEnd.Add(-time.Millisecond), hostA))
@@ -808,12 +808,12 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA), "the driver's redial")
 	ready = pauseEnd.Add(3 * time.Second)
 	pause := ready.Add(9 * time.Second) // served, slow: window 4 × 3 s, u = 0.5: 12 s × 0.75
-	assert.Equal(t, pause, gate.SetupDone(ready, hostA, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
+	assert.Equal(t, pause, gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(pause, hostA))
 
 	// The driver not setting the host up: ours does not wait.
 	gate = oursDownReturning(t, &u)
-	gate.SetupDone(now, hostA, 0, SetupFailed)
+	gate.SetupDone(now, hostA, Pool, 0, SetupFailed)
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(now, hostA))
 }
 
@@ -826,7 +826,7 @@ func TestDialGateDefersOursWhileTheDriversFirstSetupRuns(t *testing.T) {
 	assert.False(t, gate.DefersOurs(now, hostB), "a host that is not returning")
 	assert.True(t, gate.DefersOurs(now, hostA), "the driver's first setup is in flight")
 	ready := now.Add(80 * time.Millisecond)
-	assert.Equal(t, ready, gate.SetupDone(ready, hostA, 80*time.Millisecond, SetupOK), "ours was marked waiting: re-armed when it ends")
+	assert.Equal(t, ready, gate.SetupDone(ready, hostA, Pool, 80*time.Millisecond, SetupOK), "ours was marked waiting: re-armed when it ends")
 	assert.False(t, gate.DefersOurs(ready, hostA), "served: ours goes")
 
 	gate = oursDownReturning(t, &u)
@@ -842,7 +842,7 @@ func TestDialGateReturnRefusedSetupBooksNothing(t *testing.T) {
 	gate := newGate(t)
 	now := at(5 * time.Second)
 	returned(t, gate, now) // hostA returning, our connection up
-	gate.SetupDone(now, hostA, 0, SetupOK)
+	gate.SetupDone(now, hostA, Pool, 0, SetupOK)
 	limit, inflight := gate.Limit(hostA)
 	require.Equal(t, 2, limit)
 	require.Zero(t, inflight)
@@ -870,8 +870,8 @@ func TestDialGateReturnOursHoldsASlotOnceServed(t *testing.T) {
 	now := at(5 * time.Second)
 	gate := oursDownReturning(t, &u)
 	ready := now.Add(80 * time.Millisecond)
-	gate.SetupDone(ready, hostA, 80*time.Millisecond, SetupOK) // served, fast: limit 2
-	gate.SetupDone(ready, hostA, 0, SetupBusy)                 // a busy signal: limit 1, paused
+	gate.SetupDone(ready, hostA, Pool, 80*time.Millisecond, SetupOK) // served, fast: limit 2
+	gate.SetupDone(ready, hostA, Pool, 0, SetupBusy)                 // a busy signal: limit 1, paused
 	after := gate.PauseUntil(hostA)
 	require.Equal(t, VerdictPass, gate.AdmitOwn(after, hostA))
 	limit, inflight := gate.Limit(hostA)
@@ -899,8 +899,8 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	later := now.Add(2 * time.Second)
 	require.True(t, gate.Admit(later, hostB).Allowed())
 	gate.Done(later, hostB, true, false) // hostB returning too
-	gate.SetupDone(later, hostA, 80*time.Millisecond, SetupOK)
-	gate.SetupDone(later, hostB, 12*time.Second, SetupBusy) // dropped from hostB's queue
+	gate.SetupDone(later, hostA, Pool, 80*time.Millisecond, SetupOK)
+	gate.SetupDone(later, hostB, Pool, 12*time.Second, SetupBusy) // dropped from hostB's queue
 	// Served (at hostA): window max(100 ms, 4 × 12 s) capped at 30 s, u = 0.5: 22.5 s.
 	assert.Equal(t, later.Add(22500*time.Millisecond), gate.PauseUntil(hostB))
 	gate.ConnUp(later)
@@ -910,6 +910,6 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	v := gate.Admit(back, hostC)
 	require.True(t, v.Allowed(), "%v", v)
 	gate.Done(back, hostC, true, false)
-	gate.SetupDone(back, hostC, 12*time.Second, SetupBusy)
+	gate.SetupDone(back, hostC, Pool, 12*time.Second, SetupBusy)
 	assert.Equal(t, back.Add(50*time.Millisecond), gate.PauseUntil(hostC), "not served in this outage: retried soon")
 }
