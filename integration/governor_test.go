@@ -315,7 +315,11 @@ func TestGovernedRollingRestart(t *testing.T) {
 	t.Logf("FIGURE rolling restart, 5 nodes, 5 s down each: governed data path back per host after its node_up %v; dials governed / ungoverned (README setup): gocql %d / %d, our attempts %d / %d, our probes %d / %d, whole process %d / %d; governor %+v",
 		back, gd.gocql, ud.gocql, gd.attempts, ud.attempts, gd.probes, ud.probes, gd.total(), ud.total(), gov.cc.GovernorStats())
 	assert.LessOrEqual(t, back.Max(), rollingDataPathWithin, "every host's governed data path back after its node_up")
-	if !assert.LessOrEqual(t, gd.gocql, ud.gocql, "gocql's dials governed (short reconnect tick) <= ungoverned (60 s)") ||
+	// One dial of slack: the governed session reconnects on a short tick, backed off per host
+	// (HostBackoff, doubling), so whether its second dial to the node restarted last lands
+	// before that node is up depends on the tick's phase (a CI run had 18 against 17, the one
+	// extra a failed dial to the last node 2.1 s into its 5 s down).
+	if !assert.LessOrEqual(t, gd.gocql, ud.gocql+1, "gocql's dials governed (short reconnect tick) <= ungoverned (60 s), +1 for the tick's phase") ||
 		gd.probes > len(ips)-1 || ud.probes > len(ips)-1 { // more than the adoption's: show why
 		for name, p := range map[string]*governedProcess{"governed": gov, "ungoverned": ungov} {
 			for _, d := range p.dials.Dials(begin, end) {
