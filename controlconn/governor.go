@@ -59,8 +59,8 @@ const (
 // have noticed it stopping); a host known down by failed dials or an earlier announcement gets
 // one real dial at once. Refused dials fail at once with a non-temporary *net.OpError wrapping
 // ErrGoverned, send nothing, and never count as a failure in gocql's ConvictionPolicy (New wraps
-// the one configured). A gocql session's dials are not governed until one of them has
-// connected, so CreateSession succeeds whenever gocql alone would. After Close (of every
+// the one configured). A gocql session's dials are not governed until one of its pool
+// connections has connected, so CreateSession succeeds whenever gocql alone would. After Close (of every
 // ControlConnection sharing the governor) a host whose last real dial failed gets one real dial
 // per gocql's ReconnectInterval as the user configured it (New shortens gocql's default), and
 // every other dial passes. The governor keeps records only of the hosts of the latest metadata.

@@ -47,7 +47,7 @@ type GovernorStats struct {
 	RefusedBudget  int64 // refused: our connection down and no budget
 	RefusedReturn  int64 // refused: a returning host's setup limit or slow-down pause (the return)
 	Evidence       int64 // governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew
-	SessionFirst   int64 // not governed: dials of a driver session none of whose dials had connected yet (CreateSession)
+	SessionFirst   int64 // not governed: dials of a driver session none of whose pool connections had connected yet (CreateSession)
 }
 
 // Real is the number of dials that reached the network.
@@ -67,7 +67,7 @@ type dialGovernor struct {
 
 	closed atomic.Bool                                // every member closed: the driver's own cadence (AdmitAfterClose)
 	counts [dialgate.VerdictSlowDown + 1]atomic.Int64 // by dialgate.Verdict
-	firstN atomic.Int64                               // a session's first connection, not governed
+	firstN atomic.Int64                               // a session's dials before its first pool connection, not governed
 	evidN  atomic.Int64                               // evidence delivered
 
 	observers atomic.Pointer[[]*funcObserver] // the members' observers (copy on write, under mu)
@@ -76,6 +76,10 @@ type dialGovernor struct {
 	// rearms are the re-arms booked for ours, by returning host (guarded by mu): ours was
 	// refused there, the data path first, and may dial it at the timer (rearmAt).
 	rearms map[netip.AddrPort]*time.Timer
+
+	// setupKind tells which of a driver's connections the calling goroutine sets up
+	// (driverSetupKind; a test's stand-in).
+	setupKind func() dialgate.Kind
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -88,7 +92,7 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	}
 	return &dialGovernor{
 		gate: gate, now: now, sessions: map[context.Context]struct{}{}, members: map[*govMember]struct{}{},
-		rearms: map[netip.AddrPort]*time.Timer{},
+		rearms: map[netip.AddrPort]*time.Timer{}, setupKind: driverSetupKind,
 	}, nil
 }
 
@@ -293,7 +297,7 @@ func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool,
 		if v = g.gate.AdmitOwn(now, addr); v == dialgate.VerdictSlowDown {
 			g.rearmAt(addr, g.gate.PauseUntil(addr))
 		}
-	case g.gate.Tracked(addr) && driverSetupKind() == dialgate.Control:
+	case g.gate.Tracked(addr) && g.setupKind() == dialgate.Control:
 		v = g.gate.AdmitControl(now, addr)
 	default:
 		v = g.gate.Admit(now, addr)
@@ -309,14 +313,16 @@ func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool,
 	return false, nil
 }
 
-// sessionStarting reports whether ctx is the context of a driver session none of whose dials
-// has connected yet (g.mu held). gocql (v1.7.0 and v2) dials with its session's context, a
-// cancellable one of its own, from the first dial of CreateSession to the session's Close:
-// until one of them connects, CreateSession is waiting, and it fails if every host refuses.
-// Such dials are not governed, so that a governed process never fails a CreateSession that
-// gocql alone would have succeeded in; they are few (one per host at most per CreateSession),
-// and their outcomes inform the governor as any other's (a connection is evidence). A context
-// that can never be cancelled is no session's.
+// sessionStarting reports whether ctx is the context of a driver session none of whose pool
+// connections has connected yet (g.mu held). gocql (v1.7.0 and v2) dials with its session's
+// context, a cancellable one of its own, from the first dial of CreateSession to the session's
+// Close. CreateSession dials a host to learn the protocol version, then its control
+// connection, then its pools, and fails if any of the three finds no host: until a pool
+// connection has connected, it is waiting. Such dials are not governed, so that a governed
+// process never fails a CreateSession that gocql alone would have succeeded in; they are few
+// (a handful per host at most per CreateSession), and their outcomes inform the governor as
+// any other's (a connection is evidence). A context that can never be cancelled is no
+// session's.
 func (g *dialGovernor) sessionStarting(ctx context.Context) bool {
 	if ctx.Done() == nil {
 		return false
@@ -338,14 +344,16 @@ func refusal(addr netip.AddrPort, v dialgate.Verdict) error {
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
 // says nothing about the host. Our own dials are not evidence for ourselves, and their
-// failures do not make a host known down for gocql (DoneOwn). A session's first connection
-// (first) that connected makes the session's later dials governed, until its context ends.
+// failures do not make a host known down for gocql (DoneOwn). A session's first pool
+// connection (first, and not a control connection's: the version's discovery and the
+// control connection come before the pools in CreateSession) makes the session's later dials
+// governed, until its context ends.
 func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error, own, first bool, userInterval time.Duration) {
 	failed := err != nil && ctx.Err() == nil
 	g.mu.Lock()
 	var evidence, joined bool
 	var sinks []func(string)
-	if first && err == nil {
+	if first && err == nil && g.setupKind() == dialgate.Pool {
 		if _, ok := g.sessions[ctx]; !ok {
 			g.sessions[ctx], joined = struct{}{}, true
 		}
@@ -357,7 +365,7 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
 	default:
 		now := g.now()
-		if err == nil && g.gate.Tracked(addr) && driverSetupKind() == dialgate.Control {
+		if err == nil && g.gate.Tracked(addr) && g.setupKind() == dialgate.Control {
 			evidence = g.gate.DoneControl(now, addr, true, false) // it returns the host with no pool setup in flight
 		} else {
 			evidence = g.gate.Done(now, addr, err == nil, failed)
@@ -397,7 +405,7 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 		return
 	}
 	outcome, name := setupOutcome(err)
-	kind := driverSetupKind()
+	kind := g.setupKind()
 	g.mu.Lock()
 	if !g.closed.Load() {
 		if at := g.gate.SetupDone(g.now(), addr, kind, took, outcome); !at.IsZero() {
