@@ -61,7 +61,6 @@ func WithQueueConfig(c hostevents.QueueConfig) Option { return func(o *options) 
 // adapter.Driver). Without d.TakeGate, a governor option is an error.
 func WithDriver(d adapter.Driver) Option { return func(o *options) { o.driver = &d } }
 
-// withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
 // parseOptions applies opts to the zero options, once per constructor call.
 func parseOptions(opts []Option) options {
 	var o options
@@ -71,6 +70,7 @@ func parseOptions(opts []Option) options {
 	return o
 }
 
+// withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
 func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver = r } }
 
 // withHostEvents makes the ControlConnection consume q's batches as re-arm evidence and record

@@ -429,9 +429,9 @@ func (r Row) line() string {
 		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
 			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
 	}
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %d  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
 		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, r.Wasted, r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.FleetCPU,
+		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.FleetCPU,
 		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary)
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/syncount"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
@@ -53,7 +54,7 @@ type hostState struct {
 }
 
 // measure runs lane l through one full stop of p for outage, and returns the run's figures.
-func measure(ctx context.Context, p realcluster.Provider, l *lane, s *setup, syn *synCounter, outage, wait time.Duration, logDir string) Run {
+func measure(ctx context.Context, p realcluster.Provider, l *lane, s *setup, syn *syncount.Counter, outage, wait time.Duration, logDir string) Run {
 	r := Run{Lane: l.Name, Driver: l.Driver, Cluster: p.Name(), OutageS: outage.Seconds(), Status: "failed"}
 	tag := fmt.Sprintf("%s-%ds-%s", strings.ReplaceAll(p.Name(), " ", "-"), int(outage.Seconds()), strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(l.Name))
 	hosts := p.Hosts()

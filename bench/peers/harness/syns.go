@@ -13,10 +13,8 @@ import (
 // probes to the same addresses, and the nodes' traffic among themselves, are not counted.
 const laneGID = 4242
 
-type synCounter = syncount.Counter
-
 // installSYNCounter installs the counter for the nodes' addresses on port.
-func installSYNCounter(addrs []string, port int) (*synCounter, error) {
+func installSYNCounter(addrs []string, port int) (*syncount.Counter, error) {
 	c, err := syncount.New("cqlcontrol_peers_", laneGID, addrs, port)
 	if err != nil {
 		return nil, fmt.Errorf("%w (make peers installs the nftables package with apt-get)", err)
