@@ -60,10 +60,10 @@ const (
 // one real dial at once. Refused dials fail at once with a non-temporary *net.OpError wrapping
 // ErrGoverned, send nothing, and never count as a failure in gocql's ConvictionPolicy (New wraps
 // the one configured). A gocql session's dials are not governed until one of its pool
-// connections has connected, so CreateSession succeeds whenever gocql alone would. After Close (of every
-// ControlConnection sharing the governor) a host whose last real dial failed gets one real dial
-// per gocql's ReconnectInterval as the user configured it (New shortens gocql's default), and
-// every other dial passes. The governor keeps records only of the hosts of the latest metadata.
+// connections has connected, so CreateSession succeeds whenever gocql alone would. After Close
+// (of every ControlConnection sharing the governor) a host whose last real dial failed gets one
+// real dial per gocql's ReconnectInterval as the user configured it (New shortens gocql's
+// default), and every other dial passes. The governor keeps records only of the hosts of the latest metadata.
 // The return: a host that accepts a driver's dial after it was known down (or is announced UP)
 // admits the driver's connection setups one in flight, one more per setup ready within 1 s,
 // open at 4; a slow or timed-out setup, Overloaded or "Unable to perform authentication"
