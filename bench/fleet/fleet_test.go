@@ -406,6 +406,14 @@ func TestTable(t *testing.T) {
 	three.QueryFailures, three.GapP50S, three.GapP95S, three.GapMaxS = 42, 1.5, 3.25, 7
 	three.SYNs = &SYNs{Outage: 120, Return: 640}
 	three.Setups.OK, three.Setups.OKAtRead, three.Wasted = 700, 690, 4
+	three.Setups.Started, three.Setups.Failed, three.Setups.TimedOut = 780, 70, 10
+	three.Setups.ByError = map[string]int64{
+		"dial tcp ADDR: connect: connection refused": 40,
+		"controlconn: auth ADDR (retryable): controlconn: read ADDR (protocol): server error 0x1001: Query timed out before it co": 5,
+		"Query timed out before it could start": 20,
+		"read tcp ADDR->ADDR: read: connection reset by peer": 5,
+		"no response to connection startup within timeout": 10,
+	}
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
 	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
@@ -420,11 +428,12 @@ func TestTable(t *testing.T) {
 	for _, l := range lines[4:] {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
-	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | – | 0.0 | 0.0 | – | – |", lines[4])
+	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 + 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | – | 0.0 | 0.0 | – | – |", lines[4])
 	assert.True(t, strings.HasPrefix(lines[5], "| 10 | kill | 300 | 3 | cqlcontrol-governed |"), lines[5])
 	assert.True(t, strings.HasSuffix(lines[5], "| 0.50 / 0.90 → – |"), lines[5])
 	assert.True(t, strings.HasPrefix(lines[6], "| 10 | kill | 300 (3 nodes) | 3 | gocql |"), lines[6])
 	assert.Contains(t, lines[6], "| 900 (0) | 0–4 |", "wasted: 4, less the 10 kept during the read")
+	assert.Contains(t, lines[6], "| 700 / 40 / 5 / 10 + 25 |", "the 25 setups the server's queue timed out are timed out, not other failures")
 	assert.True(t, strings.HasSuffix(lines[6], "| 120 / 640 | 0.0 | 0.0 | 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
 }
 

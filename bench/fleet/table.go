@@ -40,7 +40,7 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out: client + server queue | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	t := func(v float64) string {
 		if v < 0 {
@@ -53,7 +53,7 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.Unserved > 0 {
 			t100 = fmt.Sprintf("> %.0f (%d unserved)", r.Window, r.Unserved)
 		}
-		refused := refusedSetups(r.Setups)
+		refused, queued := refusedSetups(r.Setups), serverQueueTimeouts(r.Setups)
 		rate := "–"
 		if r.ReturnLoginRate > 0 {
 			rate = fmt.Sprintf("%.1f (%.1f)", r.ReturnLoginRate, r.FloorAtReturnRate)
@@ -62,9 +62,9 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.nodes() > 1 {
 			k = fmt.Sprintf("%d (%d nodes)", r.K, r.nodes())
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %.1f | %.1f | %s | %s |\n",
-			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused,
-			r.Setups.TimedOut, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, rate, synCell(r), r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d + %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %.1f | %.1f | %s | %s |\n",
+			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused-queued,
+			r.Setups.TimedOut, queued, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, rate, synCell(r), r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
 	}
 	return b.String()
 }
@@ -112,6 +112,24 @@ func canaryCell(r Row) string {
 	}
 	return fmt.Sprintf("%.2f / %.2f → %s", r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, ret)
 }
+
+// serverQueueTimeouts is the failed setups whose request (STARTUP or the login) the node
+// dropped unstarted because it had waited in its queue longer than native_transport_timeout
+// (Cassandra 5.0: 12 s; Overloaded, "Query timed out before it could start"): timed out on the
+// server's side, while the worker counts a setup as timed out on its own timeout. The node did
+// no login for it.
+func serverQueueTimeouts(s setups) int64 {
+	var n int64
+	for e, v := range s.ByError {
+		if strings.Contains(e, serverQueueTimeout) {
+			n += v
+		}
+	}
+	return n
+}
+
+// serverQueueTimeout is how Cassandra 5.0 words a request dropped from its queue unstarted.
+const serverQueueTimeout = "Query timed out before" // by_error keeps 120 characters: the rest may be cut
 
 // refusedSetups is the failed setups whose dial the node's kernel refused (its port closed):
 // they cost the server no login.
