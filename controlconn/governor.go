@@ -34,6 +34,17 @@ const (
 //	HostBackoff  1 s    a host whose dials failed gets its next real dial this much later,
 //	                    doubling per failure up to MaxInterval
 //
+// The rule, in 120 words (as in docs/governor.md; the next paragraph gives every case):
+//
+// Every dial (gocql's, ours) goes through one governor per process. Dials to hosts believed up
+// pass. A host known down gets one real dial per backoff: 1 s doubling per failed dial, or
+// MaxInterval after a DOWN event, until an UP event or a connecting dial opens it. While our
+// connection is down, real dials also share one process-wide budget, its interval growing with
+// the outage (1/50 of it, 1.2 s to MaxInterval, jittered); the first that connects re-arms
+// ours. A returning host admits setups one at a time, one more per quick success, open at 4; a
+// slow, timed-out or overloaded setup halves the limit and pauses the host. The pool goes
+// first. Refusals send nothing, convict nothing.
+//
 // The rules, in one paragraph (docs/governor.md has the same; package internal/dialgate, the
 // decision core, has no rule this paragraph lacks). While our connection is up, a dial to a host
 // believed up or unknown passes untouched; a dial to a host known down (a failed dial, an

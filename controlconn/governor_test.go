@@ -4,7 +4,10 @@ package controlconn
 // internal/dialgate; the governed dialers in governor_dialer_test.go.
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +48,37 @@ func TestGovernorValidate(t *testing.T) {
 	err = Governor{Jitter: math.NaN(), HostBackoff: -1}.Validate()
 	assert.Contains(t, err.Error(), "Jitter")
 	assert.Contains(t, err.Error(), "HostBackoff", "every invalid field is reported")
+}
+
+// The governor's rule in at most 120 words (issue 27), the same in Governor's godoc and in
+// docs/governor.md, with its figures the defaults'.
+func TestGovernorRuleIn120Words(t *testing.T) {
+	rule := func(file, start, prefix string) string {
+		raw, err := os.ReadFile(file)
+		require.NoError(t, err)
+		text := string(raw)
+		i := strings.Index(text, start)
+		require.GreaterOrEqual(t, i, 0, "%s has %q", file, start)
+		text = text[i+len(start):]
+		var words []string
+		for _, line := range strings.Split(text, "\n")[1:] {
+			line = strings.TrimSpace(strings.TrimPrefix(line, prefix))
+			if line == "" {
+				if len(words) > 0 {
+					break
+				}
+				continue
+			}
+			words = append(words, strings.Fields(line)...)
+		}
+		return strings.Join(words, " ")
+	}
+	godoc := rule("governor.go", "The rule, in 120 words", "//")
+	md := rule("../docs/governor.md", "**The rule, in 120 words**", "")
+	assert.Equal(t, godoc, md, "the same rule in both")
+	assert.LessOrEqual(t, len(strings.Fields(godoc)), 120, godoc)
+	d := Governor{}.WithDefaults(0)
+	assert.Contains(t, godoc, fmt.Sprintf("1/%.0f of it, %.1f s to MaxInterval", 1/d.OutageShare, d.MinInterval.Seconds()))
+	assert.Contains(t, godoc, fmt.Sprintf("%.0f s doubling", d.HostBackoff.Seconds()))
+	assert.Contains(t, godoc, fmt.Sprintf("open at %d", dialgate.OpenLimit))
 }
