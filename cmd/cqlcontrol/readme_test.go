@@ -83,3 +83,21 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// BENCHMARKS.md keeps the section make peers rewrites between its two markers, once each and in
+// order, and the fleet's section after it (issue: an edit of the fleet's figures once replaced
+// the peers table and its end marker, and make peers would then have appended a second peers
+// section at the end of the file).
+func TestBenchmarksKeepsThePeersSection(t *testing.T) {
+	raw, err := os.ReadFile("../../BENCHMARKS.md")
+	require.NoError(t, err)
+	text := string(raw)
+	const begin, end = "<!-- peers:begin", "<!-- peers:end -->"
+	require.Equal(t, 1, strings.Count(text, begin), "one peers:begin marker")
+	require.Equal(t, 1, strings.Count(text, end), "one peers:end marker")
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	require.Less(t, i, j, "peers:begin before peers:end")
+	assert.Contains(t, text[i:j], "| lane | driver |", "the peers table between the markers")
+	assert.NotContains(t, text[i:j], "bench/fleet", "no fleet figures between the markers")
+	assert.Greater(t, strings.Index(text, "## A fleet of clients on real Cassandra: `make fleet`"), j, "the fleet's section after the peers section")
+}
