@@ -218,9 +218,6 @@ func (d *DialGate) ConnDown(now time.Time) {
 	}
 }
 
-// ConnIsUp reports whether the gate believes our connection is up.
-func (d *DialGate) ConnIsUp() bool { return d.connUp }
-
 // BudgetApplies reports whether dials need the client-wide budget: our connection is down and
 // the cluster unreachable as far as the gate knows (neither presumed nor proven reachable).
 func (d *DialGate) BudgetApplies() bool { return !d.connUp && !d.reachable }
@@ -595,14 +592,6 @@ func (d *DialGate) OwnSetupDone(now time.Time, addr netip.AddrPort, took time.Du
 	d.SetupDone(now, addr, Control, took, outcome)
 }
 
-// Limit returns addr's setup limit (0: open) and its setups in flight.
-func (d *DialGate) Limit(addr netip.AddrPort) (limit, inflight int) {
-	if h := d.hosts[addr]; h != nil {
-		return h.limit, h.setups
-	}
-	return 0, 0
-}
-
 // AdmitOwn decides a dial of our own connection. While it is up, ours dials only to probe
 // hosts after a reconnection, at most once per host, to learn the states it missed. A probe
 // is a dial like gocql's and counts as one: a host not known down passes; a known-down host
@@ -754,14 +743,6 @@ func (d *DialGate) failedPresumption(h *gateHost) {
 	if d.presumed && !h.suspect {
 		d.reachable, d.presumed = false, false
 	}
-}
-
-// NextReal returns when the budget allows its next real dial (zero while our connection is up).
-func (d *DialGate) NextReal() time.Time {
-	if d.connUp {
-		return time.Time{}
-	}
-	return d.nextReal
 }
 
 // Retain forgets every host keep rejects: hosts removed from the cluster, and addresses a
