@@ -410,9 +410,9 @@ func TestTable(t *testing.T) {
 	three.Setups.ByError = map[string]int64{
 		"dial tcp ADDR: connect: connection refused": 40,
 		"controlconn: auth ADDR (retryable): controlconn: read ADDR (protocol): server error 0x1001: Query timed out before it co": 5,
-		"Query timed out before it could start": 20,
+		"Query timed out before it could start":               20,
 		"read tcp ADDR->ADDR: read: connection reset by peer": 5,
-		"no response to connection startup within timeout": 10,
+		"no response to connection startup within timeout":    10,
 	}
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
