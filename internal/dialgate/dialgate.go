@@ -107,6 +107,7 @@ type gateHost struct {
 	setups  int           // setups admitted while limited and not yet done
 	lastSet time.Time     // the last setup admitted while limited (a leak guard: see setupPatience)
 	pause   time.Time     // no setup before then
+	hold    time.Time     // no setup of the driver's before then (at or after pause: see SetupDone)
 	window  time.Duration // the pause's range, doubled per slow-down signal
 	served  bool          // a driver's pool setup was ready since the host came back
 	booked  bool          // a driver's pool setup was admitted since the host came back (at lastSet)
@@ -410,7 +411,7 @@ func (h *gateHost) take(now time.Time, limited, ownSlot bool) {
 // allowed here is booked (book) only if the caller's other rules allow it too: a dial refused
 // later (no budget) sets nothing up, and no SetupDone would end it.
 func (h *gateHost) returning(now time.Time) Verdict {
-	if now.Before(h.pause) {
+	if now.Before(h.hold) {
 		return VerdictSlowDown
 	}
 	h.expire(now)
@@ -450,7 +451,7 @@ func (h *gateHost) auxReturning(now time.Time, own bool) Verdict {
 	h.expire(now)
 	v := VerdictPass
 	switch {
-	case now.Before(h.pause):
+	case now.Before(h.pause), !own && now.Before(h.hold):
 		v = VerdictSlowDown
 	case !h.served && (h.setups > 0 || h.booked && now.Sub(h.lastSet) < setupPatience),
 		h.served && h.setups >= h.limit:
@@ -514,10 +515,14 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 //     while a fast refusal ("Unable to perform authentication" in the quorum window) backs off
 //     exponentially.
 //   - Once one was ready at any host (served), the range doubles too, and is at least
-//     ServedHold times the slow setup's time (at most MaxInterval), and the pause is between
-//     half of it and all of it (equal jitter): a served client's other setups (its second pool
-//     connection, the driver's control connection, ours, and its setups to other returning
-//     hosts) wait until the clients still waiting for their first login are likely through.
+//     ServedHold times the slow setup's time (at most ServedHold × MaxInterval), and the
+//     driver's setups are held between half of it and all of it (equal jitter; hold): a
+//     served client's other setups (its second pool connection, the driver's control
+//     connection, and its setups to other returning hosts) wait until the clients still
+//     waiting for their first login are likely through. Ours waits at most MaxInterval of it
+//     (pause): DelayCap bounds its attempts. Capped at MaxInterval for all, a 300-client fleet
+//     at bcrypt cost 12 kept the server's login queue full with served clients' extras that
+//     came back every 15–30 s, and left 4 clients unserved (make fleet).
 //
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
@@ -559,11 +564,13 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 			h.limit = max(1, h.limit/2)
 		}
 		if d.served {
-			h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window, ServedHold*took))
-			h.pause = now.Add(time.Duration(float64(h.window) * (1 + d.rand()) / 2))
+			h.window = min(ServedHold*d.cfg.MaxInterval, max(minWindow, 2*h.window, ServedHold*took))
+			wait := time.Duration(float64(h.window) * (1 + d.rand()) / 2)
+			h.hold, h.pause = now.Add(wait), now.Add(min(wait, d.cfg.MaxInterval))
 		} else {
 			h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window))
 			h.pause = now.Add(time.Duration(float64(h.window) * d.rand()))
+			h.hold = h.pause
 		}
 	}
 	if !h.waiting || (!h.served && (h.setups > 0 || h.booked)) {

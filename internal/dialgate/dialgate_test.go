@@ -624,8 +624,10 @@ func TestDialGateReturnSlowStart(t *testing.T) {
 // a login the server dropped after queueing it for 11 s is retried within 100 ms, not after a
 // pause as long as the queue (the earlier rule: at least twice the setup's time, 22 s here, which
 // left a 300-client fleet's dropped clients 6.7× the serving floor late). Once served, the range
-// is at least ServedHold × the slow setup's time, capped at MaxInterval, equal jitter: the
-// client's other setups wait for the clients still queued behind it. An open host is limited
+// is at least ServedHold × the slow setup's time, capped at ServedHold × MaxInterval, equal
+// jitter: the client's other setups wait for the clients still queued behind it. Checked to
+// fail with the cap at MaxInterval (paused 22.5 s, the 300-client cost-12 fleet's rule that
+// left 4 clients unserved). An open host is limited
 // again; failures of other kinds (refused) are Done's to judge and change no limit.
 func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	u := 0.5
@@ -649,9 +651,13 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(6*time.Second-time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(6*time.Second), hostA))
 	now = now.Add(20 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 20 s, capped at 30 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(22*time.Second+499*time.Millisecond), hostA), "window 30 s, paused 22.5 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(22*time.Second+500*time.Millisecond), hostA))
+	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 20 s = 80 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(60*time.Second-time.Millisecond), hostA), "window 80 s, paused 60 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(60*time.Second), hostA))
+	now = now.Add(70 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy) // 2 × 80 s, capped at ServedHold × MaxInterval = 120 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(90*time.Second-time.Millisecond), hostA), "window 120 s, paused 90 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(90*time.Second), hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
 	gate.SetupDone(now, hostB, Pool, 30*time.Millisecond, SetupBusy)
@@ -901,8 +907,13 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate.Done(later, hostB, true, false) // hostB returning too
 	gate.SetupDone(later, hostA, Pool, 80*time.Millisecond, SetupOK)
 	gate.SetupDone(later, hostB, Pool, 12*time.Second, SetupBusy) // dropped from hostB's queue
-	// Served (at hostA): window max(100 ms, 4 × 12 s) capped at 30 s, u = 0.5: 22.5 s.
-	assert.Equal(t, later.Add(22500*time.Millisecond), gate.PauseUntil(hostB))
+	// Served (at hostA): window max(100 ms, 4 × 12 s) = 48 s, u = 0.5: the driver's setups
+	// wait 36 s; ours waits at most MaxInterval (30 s): DelayCap bounds its attempts.
+	assert.Equal(t, later.Add(30*time.Second), gate.PauseUntil(hostB))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB))
+	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(later.Add(36*time.Second-time.Millisecond), hostB))
+	assert.True(t, gate.AdmitOwn(later.Add(30*time.Second), hostB).Allowed(), "ours after MaxInterval")
+	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB).Allowed())
 	gate.ConnUp(later)
 	gate.ConnDown(later.Add(time.Second)) // a new outage: not served again
 	_, _ = dial(gate, later.Add(time.Second), hostC, false)
