@@ -106,7 +106,7 @@ type gateHost struct {
 	limit   int
 	setups  int           // setups admitted while limited and not yet done
 	lastSet time.Time     // the last setup admitted while limited (a leak guard: see setupPatience)
-	pause   time.Time     // no setup before then
+	pause   time.Time     // no setup before then (ours waits for this one only)
 	hold    time.Time     // no setup of the driver's before then (at or after pause: see SetupDone)
 	window  time.Duration // the pause's range, doubled per slow-down signal
 	served  bool          // a driver's pool setup was ready since the host came back
@@ -437,7 +437,8 @@ func (h *gateHost) book(now time.Time) {
 
 // auxReturning decides an auxiliary dial to h, a returning host: ours (own, while down) or
 // the driver's own control connection, neither of which serves a query: the data path first.
-// It waits while the host's pause runs (VerdictSlowDown); until the driver's first pool setup
+// It waits while the host's pause runs, the driver's control connection while its hold runs
+// (VerdictSlowDown); until the driver's first pool setup
 // since the host came back is ready, while the driver sets the host up (a pool setup in
 // flight, or one admitted within setupPatience: after a login the server dropped, the pool
 // redials within its pause, and an auxiliary login slipped in between would queue ahead of
