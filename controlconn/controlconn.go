@@ -82,13 +82,13 @@ type ControlConnection struct {
 	newDials  func() *plan.Planner // the record of our dials each run starts with (owner.hosts.dials)
 	store     *metadata.Store
 	resolver  plan.Resolver
-	reconnObs reconnect.Observer     // the Recovery's observer (ReconnectNow reports to it too)
-	queue     *hostevents.Queue      // nil: no host events
-	ownQueue  bool                   // created by New: closed by Close
-	gov       *govMember             // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
-	hostInfos *cqlconn.HostInfoCache // New's cache of gocql's HostInfos; nil otherwise
-	cfgCheck  func() error           // options.configCheck; nil: none
-	cfgErr    atomic.Pointer[error]  // what cfgCheck found at Start (nil: nothing, or not started)
+	reconnObs reconnect.Observer    // the Recovery's observer (ReconnectNow reports to it too)
+	queue     *hostevents.Queue     // nil: no host events
+	ownQueue  bool                  // created by New: closed by Close
+	gov       *govMember            // WithDialGovernor, WithSharedDialGovernor; nil: no governor (its methods do nothing)
+	hostInfos hostCache             // New's cache of gocql's HostInfos; nil otherwise
+	cfgCheck  func() error          // options.configCheck; nil: none
+	cfgErr    atomic.Pointer[error] // what cfgCheck found at Start (nil: nothing, or not started)
 
 	planHosts atomic.Pointer[[]plan.PlanHost] // written by run, read by attempts
 	lastLoss  atomic.Pointer[lossInfo]        // written by run

@@ -582,7 +582,7 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 		l := startMem(t, cfg)
 		defer func() { assert.NoError(t, l.Close()) }()
 		ccfg := config{ContactPoints: []string{"10.0.0.1"}, Conn: cqlconn.ConnConfig{Dialer: l,
-			Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "wrong"}}}
+			Auth: passwordAuth("u", "wrong")}}
 		cc, err := newWithConfig(ccfg, withRand(half))
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, cc.Close()) }()
@@ -694,35 +694,40 @@ func TestConfigFromGocql(t *testing.T) {
 	cluster.SocketKeepalive = 7 * time.Second
 	cluster.ProtoVersion = 4
 
-	c, err := configFromGocql(cluster, Cadence{}, nil)
+	c, err := configFromGocql(cluster, Cadence{}, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10.0.0.1", "db.example:9999"}, c.ContactPoints)
 	assert.Equal(t, 19042, c.Port)
-	assert.Equal(t, auth, c.Conn.Authenticator)
+	a, err := c.Conn.Auth(Endpoint{Addr: "10.0.0.1:19042"})
+	require.NoError(t, err)
+	resp, _, err := a.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
+	require.NoError(t, err)
+	wantResp, _, _ := auth.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
+	assert.Equal(t, wantResp, resp, "gocql's Authenticator answers")
 	require.NotNil(t, c.Conn.TLS)
 	assert.False(t, c.Conn.TLS.InsecureSkipVerify)
 	assert.Equal(t, 7*time.Second, c.Conn.Keepalive)
 	assert.Equal(t, 4, c.Conn.ProtoVersion)
 	assert.Equal(t, 11*time.Second, c.Cadence.ConnectTimeout, "gocql's ConnectTimeout when the cadence leaves it zero")
 
-	c, err = configFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second}, nil)
+	c, err = configFromGocql(cluster, Cadence{ConnectTimeout: 2 * time.Second}, nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, c.Cadence.ConnectTimeout)
 
 	cluster.SslOpts = &gocql.SslOptions{}
-	c, err = configFromGocql(cluster, Cadence{}, nil)
+	c, err = configFromGocql(cluster, Cadence{}, nil, nil)
 	require.NoError(t, err)
 	assert.True(t, c.Conn.TLS.InsecureSkipVerify, "gocql: SslOpts without config and without host verification skips verification")
 
 	cluster.HostDialer = &hostnameDialer{}
-	c, err = configFromGocql(cluster, Cadence{}, nil)
+	c, err = configFromGocql(cluster, Cadence{}, nil, nil)
 	require.NoError(t, err)
 	assert.Nil(t, c.Conn.TLS, "HostDialer does TLS itself")
 
 	cluster.AuthProvider = func(*gocql.HostInfo) (gocql.Authenticator, error) { return auth, nil }
-	_, err = configFromGocql(cluster, Cadence{}, nil)
+	_, err = configFromGocql(cluster, Cadence{}, nil, nil)
 	assert.ErrorContains(t, err, "both Authenticator and AuthProvider")
-	_, err = configFromGocql(nil, Cadence{}, nil)
+	_, err = configFromGocql(nil, Cadence{}, nil, nil)
 	assert.Error(t, err)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
@@ -220,7 +221,7 @@ func TestStaggerAllFail(t *testing.T) {
 		l := startMem(t, cfg)
 		l.Node(0).Stop()
 		_, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
-			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{Authenticator: gocql.PasswordAuthenticator{Username: "u", Password: "bad"}}), nil)
+			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{Auth: passwordAuth("u", "bad")}), nil)
 		var de *DialError
 		require.ErrorAs(t, err, &de)
 		assert.Len(t, de.Errs, 2)
@@ -270,4 +271,9 @@ func TestStaggerRealSocketsBlackholedHosts(t *testing.T) {
 
 	require.Eventually(t, func() bool { return d.Open() == 1 },
 		2*time.Second, 10*time.Millisecond, "the blackholed dials were closed")
+}
+
+// passwordAuth is cqlconn's Auth for gocql's PasswordAuthenticator with user and password.
+func passwordAuth(user, password string) func(Endpoint) (cqlconn.Authenticator, error) {
+	return gocqlv1.Auth(gocql.PasswordAuthenticator{Username: user, Password: password}, nil, nil)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 	"github.com/gocql/gocql"
 )
 
@@ -69,7 +70,11 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	if o.driver != nil {
 		built = o.driver.TLS
 	}
-	c, err := configFromGocql(cfg, cadence, built)
+	var cache *gocqlv1.HostInfoCache // gocql's own HostInfos, for HostDialer and AuthProvider (New only)
+	if o.driver == nil && !o.bare && cfg != nil {
+		cache = gocqlv1.NewHostInfoCache(cfg.ConnectObserver)
+	}
+	c, err := configFromGocql(cfg, cadence, built, cache)
 	if err != nil {
 		return nil, err
 	}
@@ -93,9 +98,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	inst := &gocqlInstalled{cfg: cfg}
 	cc, err := withListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
 		hostevents.Install(cfg, q)
-		cache := cqlconn.NewHostInfoCache(cfg.ConnectObserver)
 		cfg.ConnectObserver = cache
-		cc.connCfg = cqlconn.WithHostInfos(cc.connCfg, cache)
 		cc.hostInfos = cache
 		inst.policy, inst.observer = cfg.PoolConfig.HostSelectionPolicy, cache
 	}, inst, o)
@@ -198,8 +201,9 @@ func withListener(c config, install func(*ControlConnection, *hostevents.Queue),
 }
 
 // configFromGocql translates the connection settings of a gocql.ClusterConfig (see New) into
-// a config with the given cadence. It does not modify cfg.
-func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence, built *tls.Config) (config, error) {
+// a config with the given cadence. It does not modify cfg. HostDialer and AuthProvider get
+// gocql's own HostInfos from hosts (nil: built from the endpoint).
+func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence, built *tls.Config, hosts *gocqlv1.HostInfoCache) (config, error) {
 	if cfg == nil {
 		return config{}, errors.New("controlconn: nil gocql.ClusterConfig")
 	}
@@ -212,13 +216,14 @@ func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence, built *tls.Confi
 		AddressTranslator: cfg.AddressTranslator,
 		Cadence:           cadence,
 		Conn: cqlconn.ConnConfig{
-			ProtoVersion:  cfg.ProtoVersion,
-			CQLVersion:    cfg.CQLVersion,
-			Authenticator: cfg.Authenticator,
-			AuthProvider:  cfg.AuthProvider,
-			HostDialer:    cfg.HostDialer,
-			Dialer:        cfg.Dialer,
+			ProtoVersion: cfg.ProtoVersion,
+			CQLVersion:   cfg.CQLVersion,
+			Auth:         gocqlv1.Auth(cfg.Authenticator, cfg.AuthProvider, hosts),
+			DialHost:     gocqlv1.DialHost(cfg.HostDialer, hosts),
 		},
+	}
+	if cfg.Dialer != nil {
+		c.Conn.Dialer = cfg.Dialer
 	}
 	if cfg.SocketKeepalive > 0 {
 		c.Conn.Keepalive = cfg.SocketKeepalive
@@ -241,7 +246,10 @@ func configFromGocql(cfg *gocql.ClusterConfig, cadence Cadence, built *tls.Confi
 
 // tlsConfig is gocql v1.7.0's TLS configuration from o (adapter.TLSConfig, shared with the
 // gocqlv2 adapter).
-func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) { return adapter.TLSConfig(o) }
+func tlsConfig(o *gocql.SslOptions) (*tls.Config, error) {
+	return adapter.TLSConfig(adapter.TLSOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
+		CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification})
+}
 
 // sessionCheck holds New's checks of the order of things. Through the observer New installs
 // around the caller's (obs), at the first connection it warns, once, when no gocql session has

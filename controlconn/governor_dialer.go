@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
@@ -528,14 +529,14 @@ func (d *governedHostDialer) DialHost(ctx context.Context, host *gocql.HostInfo)
 	return dh, err
 }
 
-// governedNetDialer is the gocql.Dialer our own connection uses when the user configured no
+// governedNetDialer is the dialer our own connection uses when the user configured no
 // HostDialer: our Conn then wraps TLS itself, with the server name it resolved.
 type governedNetDialer struct {
 	g     *dialGovernor
-	inner gocql.Dialer
+	inner cqlconn.Dialer
 }
 
-// DialContext implements gocql.Dialer.
+// DialContext implements cqlconn.Dialer.
 func (d *governedNetDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	addr, ok := parseAddrPort(address)
 	if !ok {
@@ -662,8 +663,19 @@ func governConviction(cfg *gocql.ClusterConfig) {
 // not abandoned at ConnectTimeout while the server still performs it.
 func governOwnDials(g *dialGovernor, c *config) {
 	c.Conn.LoginTimeout = max(c.Conn.LoginTimeout, adapter.GovernedConnectTimeout)
-	if c.Conn.HostDialer != nil {
-		c.Conn.HostDialer = &governedHostDialer{g: g, inner: c.Conn.HostDialer, own: true}
+	if inner := c.Conn.DialHost; inner != nil {
+		c.Conn.DialHost = func(ctx context.Context, ep Endpoint) (net.Conn, error) {
+			addr, ok := parseAddrPort(ep.Addr)
+			if !ok {
+				return inner(ctx, ep) // the inner dialer reports a bad address its own way
+			}
+			if _, err := g.admit(ctx, addr, true, 0); err != nil {
+				return nil, err
+			}
+			nc, err := inner(ctx, ep)
+			g.done(ctx, addr, err, true, false, 0)
+			return nc, err
+		}
 	} else {
 		d := c.Conn.Dialer
 		if d == nil {

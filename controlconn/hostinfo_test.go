@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
@@ -70,4 +70,4 @@ func TestHostDialerGetsGocqlsHostInfoWithTheHostname(t *testing.T) {
 }
 
 // hostInfo builds the *gocql.HostInfo a HostDialer gets for ep when gocql has none.
-func hostInfo(ep Endpoint) (*gocql.HostInfo, error) { return cqlconn.HostInfo(ep) }
+func hostInfo(ep Endpoint) (*gocql.HostInfo, error) { return gocqlv1.HostInfo(ep) }

@@ -192,6 +192,13 @@ func (cc *ControlConnection) pruneHosts(o *owner) {
 	o.hosts.dials.Retain(func(addr string) bool { return listed[addr] || o.contacts[addr] })
 }
 
+// hostCache is a driver's cache of its host records by address ("ip:port"), pruned with the
+// hosts the cluster has.
+type hostCache interface {
+	Retain(keep func(addr string) bool)
+	Len() int
+}
+
 // forgetRemoved tells the host tables keyed by address, the governor's and the cache of gocql's
 // HostInfos, the addresses of the hosts known now, so that they forget hosts removed from the
 // cluster and addresses hosts no longer have (owner goroutine, once metadata has been read).

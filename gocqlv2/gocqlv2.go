@@ -96,7 +96,9 @@ func tlsFor(v1 *gocqlv1.ClusterConfig) (*tls.Config, error) {
 	if v1.HostDialer != nil || v1.SslOpts == nil {
 		return nil, nil
 	}
-	return adapter.TLSConfig(v1.SslOpts)
+	o := v1.SslOpts
+	return adapter.TLSConfig(adapter.TLSOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
+		CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification})
 }
 
 // translate turns the connection settings of a gocql v2 ClusterConfig into the gocql v1

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 )
 
 // refusingDialer refuses every dial, as a node that is down does.
@@ -32,7 +32,7 @@ func TestGovernorDecisionsAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 
-	h, err := cqlconn.HostInfo(controlconn.Endpoint{Addr: "127.0.0.9:9042"})
+	h, err := gocqlv1.HostInfo(controlconn.Endpoint{Addr: "127.0.0.9:9042"})
 	require.NoError(t, err)
 	ctx := context.Background()            // not a session's context: governed from the first dial
 	_, _ = cfg.HostDialer.DialHost(ctx, h) // passes, fails for real: the host is known down

@@ -10,8 +10,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 )
 
@@ -83,6 +81,14 @@ type Gate interface {
 	SetupDone(addr netip.AddrPort, took time.Duration, err error)
 }
 
+// TLSOptions are a driver's TLS settings, as gocql v1.7.0 and v2.1.2 both name them (SslOptions).
+type TLSOptions struct {
+	Config                 *tls.Config // cloned, never modified; nil: a new one
+	CertPath, KeyPath      string      // the client's certificate and key (PEM), if any
+	CaPath                 string      // the CAs (PEM) added to Config's RootCAs, if any
+	EnableHostVerification bool        // verify the server's certificate (see TLSConfig)
+}
+
 // TLSConfig is the TLS configuration gocql v1.7.0 builds from o (its setupTLSConfig), which
 // controlconn.New uses for its own dials when the ClusterConfig has no HostDialer, and which an
 // adapter gives its driver's dialer when it governs it (gocql v2 follows the same table):
@@ -94,7 +100,7 @@ type Gate interface {
 //	true                      | false                  | do not verify host
 //	false                     | true                   | verify host
 //	true                      | true                   | verify host
-func TLSConfig(o *gocql.SslOptions) (*tls.Config, error) {
+func TLSConfig(o TLSOptions) (*tls.Config, error) {
 	var tc *tls.Config
 	if o.Config == nil {
 		tc = &tls.Config{InsecureSkipVerify: !o.EnableHostVerification}

@@ -20,4 +20,5 @@
 //	Gate: Admit Done SetReconnectInterval SetupDone
 //	GovernedConnectTimeout GovernedReconnectInterval NetDialer ReconnectInterval SetupBusy
 //	TLSConfig
+//	TLSOptions: CaPath CertPath Config EnableHostVerification KeyPath
 package adapter

@@ -21,7 +21,6 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
-	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -93,13 +92,13 @@ func TestDialAuthentication(t *testing.T) {
 	addr := simtest.Listen(t, node)
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
-		Authenticator: gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"},
+		Auth: passwordAuth("cassandra", "secret"),
 	})
 	require.NoError(t, err)
 	require.NoError(t, c.Close())
 
 	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
-		Authenticator: gocql.PasswordAuthenticator{Username: "cassandra", Password: "wrong"},
+		Auth: passwordAuth("cassandra", "wrong"),
 	})
 	assert.Equal(t, ClassAuth, Classify(err), "%v", err)
 
@@ -267,31 +266,44 @@ func TestCloseFailsPendingRequests(t *testing.T) {
 	})
 }
 
-type recordingHostDialer struct {
-	hosts []*gocql.HostInfo
-}
-
-func (d *recordingHostDialer) DialHost(ctx context.Context, h *gocql.HostInfo) (*gocql.DialedHost, error) {
-	d.hosts = append(d.hosts, h)
-	var nd net.Dialer
-	nc, err := nd.DialContext(ctx, "tcp", h.ConnectAddressAndPort())
-	if err != nil {
-		return nil, err
-	}
-	return &gocql.DialedHost{Conn: nc}, nil
-}
-
-func TestDialUsesHostDialerWithAddressAndPort(t *testing.T) {
+// The host dialer gets the endpoint dialled, and what it returns is the connection.
+func TestDialUsesDialHost(t *testing.T) {
 	_, node := simtest.ServerNode(t, simtest.MemConfig(1))
 	addr := simtest.Listen(t, node)
-	hd := &recordingHostDialer{}
-	c, err := Dial(context.Background(), Endpoint{Addr: addr, HostID: "h1"}, ConnConfig{HostDialer: hd})
+	var seen []Endpoint
+	dial := func(ctx context.Context, ep Endpoint) (net.Conn, error) {
+		seen = append(seen, ep)
+		var nd net.Dialer
+		return nd.DialContext(ctx, "tcp", ep.Addr)
+	}
+	c, err := Dial(context.Background(), Endpoint{Addr: addr, HostID: "h1"}, ConnConfig{DialHost: dial})
 	require.NoError(t, err)
 	defer func() { _ = c.Close() }()
-	require.Len(t, hd.hosts, 1)
-	assert.Equal(t, addr, hd.hosts[0].ConnectAddressAndPort())
-	assert.Equal(t, "h1", hd.hosts[0].HostID())
+	assert.Equal(t, []Endpoint{{Addr: addr, HostID: "h1"}}, seen)
+
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
+		DialHost: func(context.Context, Endpoint) (net.Conn, error) { return nil, nil },
+	})
+	assert.ErrorContains(t, err, "returned no connection", "a nil connection without an error is an error, not a panic")
 }
+
+// passwordAuth answers PasswordAuthenticator's exchange (the token \x00user\x00password) as
+// gocql's PasswordAuthenticator does.
+func passwordAuth(user, password string) func(Endpoint) (Authenticator, error) {
+	return func(Endpoint) (Authenticator, error) { return plainText{user, password, 0}, nil }
+}
+
+type plainText struct {
+	user, password string
+	delay          time.Duration
+}
+
+func (a plainText) Challenge([]byte) ([]byte, Authenticator, error) {
+	time.Sleep(a.delay)
+	return []byte("\x00" + a.user + "\x00" + a.password), nil, nil
+}
+
+func (plainText) Success([]byte) error { return nil }
 
 func selfSigned(t *testing.T) tls.Certificate {
 	t.Helper()
@@ -470,18 +482,6 @@ func TestCheckNowFindsASilentPeerWithinTheTimeout(t *testing.T) {
 	})
 }
 
-// slowAuthenticator is a PasswordAuthenticator whose first answer takes delay: a login that
-// waits, as one queued behind a fleet's on the server's auth threads does.
-type slowAuthenticator struct {
-	gocql.PasswordAuthenticator
-	delay time.Duration
-}
-
-func (a slowAuthenticator) Challenge(req []byte) ([]byte, gocql.Authenticator, error) {
-	time.Sleep(a.delay)
-	return a.PasswordAuthenticator.Challenge(req)
-}
-
 // Once the server answers STARTUP with AUTHENTICATE, LoginTimeout (longer than ConnectTimeout)
 // bounds the rest of the try from then: a login slower than ConnectTimeout but within
 // LoginTimeout connects; without LoginTimeout the same login fails at ConnectTimeout. Checked
@@ -491,16 +491,19 @@ func TestDialLoginTimeout(t *testing.T) {
 	cfg.Username, cfg.Password = "cassandra", "secret"
 	_, node := simtest.ServerNode(t, cfg)
 	addr := simtest.Listen(t, node)
-	auth := slowAuthenticator{gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"}, 1500 * time.Millisecond}
+	// a login that waits, as one queued behind a fleet's on the server's auth threads does
+	auth := func(Endpoint) (Authenticator, error) {
+		return plainText{"cassandra", "secret", 1500 * time.Millisecond}, nil
+	}
 
 	c, err := Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{
-		Authenticator: auth, ConnectTimeout: time.Second, LoginTimeout: 10 * time.Second,
+		Auth: auth, ConnectTimeout: time.Second, LoginTimeout: 10 * time.Second,
 	})
 	require.NoError(t, err, "a login within LoginTimeout")
 	require.NoError(t, c.Close())
 
 	start := time.Now()
-	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{Authenticator: auth, ConnectTimeout: time.Second})
+	_, err = Dial(context.Background(), Endpoint{Addr: addr}, ConnConfig{Auth: auth, ConnectTimeout: time.Second})
 	require.Error(t, err, "without LoginTimeout, ConnectTimeout bounds the login")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 5*time.Second)

@@ -15,7 +15,6 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
-	"github.com/gocql/gocql"
 )
 
 // Endpoint is one dialable address of a node.
@@ -33,6 +32,22 @@ func (e Endpoint) String() string {
 	return e.Addr
 }
 
+// Authenticator answers the server's SASL exchange (AUTHENTICATE, then any AUTH_CHALLENGE): a
+// driver's authenticator, adapted by its adapter, or any other. Challenge gets the
+// authenticator's class name first, then each challenge's token; it returns the response and
+// the authenticator of the next step (nil: no further challenge is expected). Success gets the
+// token of AUTH_SUCCESS.
+type Authenticator interface {
+	Challenge(req []byte) (resp []byte, next Authenticator, err error)
+	Success(data []byte) error
+}
+
+// Dialer opens a TCP connection: a net.Dialer, or a driver's dialer (gocql's Dialer has this
+// one method).
+type Dialer interface {
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
 // ConnConfig is how Dial reaches a node and sets the connection up. The zero value dials
 // plain TCP with a 5 s connect timeout, negotiates the protocol (v4, then v3), does not
 // authenticate, registers for all three event types and heartbeats every 30 s.
@@ -42,15 +57,17 @@ type ConnConfig struct {
 	ProtoVersion int
 	// CQLVersion is sent in STARTUP; default "3.0.0".
 	CQLVersion string
-	// Authenticator answers the server's AUTHENTICATE (gocql.PasswordAuthenticator or any other).
-	Authenticator gocql.Authenticator
-	// AuthProvider, when set, makes the Authenticator per host, as gocql's AuthProvider does.
-	AuthProvider func(h *gocql.HostInfo) (gocql.Authenticator, error)
-	// HostDialer, when set, dials and wraps TLS itself (as in gocql); Dialer and TLS are then unused.
-	HostDialer gocql.HostDialer
-	// Dialer dials TCP when HostDialer is nil; default net.Dialer with KeepAlive.
-	Dialer gocql.Dialer
-	// TLS, when non-nil, wraps the dialled connection (server name from the address, as gocql does).
+	// Auth returns the authenticator of one login to the node at ep, called when the server
+	// answers STARTUP with AUTHENTICATE. Nil, or a nil Authenticator, fails such a login with
+	// ClassAuth.
+	Auth func(ep Endpoint) (Authenticator, error)
+	// DialHost, when set, opens the byte stream to ep itself, TLS included (a driver's host
+	// dialer, adapted); Dialer, Keepalive and TLS are then unused.
+	DialHost func(ctx context.Context, ep Endpoint) (net.Conn, error)
+	// Dialer dials TCP when DialHost is nil; default net.Dialer with KeepAlive.
+	Dialer Dialer
+	// TLS, when non-nil, wraps the dialled connection. Unless it skips verification or names
+	// a server, the server name is the endpoint's Hostname, else its IP address (gocql's rule).
 	TLS *tls.Config
 	// ConnectTimeout bounds TCP connect, TLS and the whole handshake of one try; default 5 s.
 	ConnectTimeout time.Duration
@@ -86,8 +103,6 @@ type ConnConfig struct {
 	OnDroppedReply func(ep Endpoint, stream int16)
 	// Logger receives debug logs; nil discards.
 	Logger *slog.Logger
-
-	hostInfos *HostInfoCache // gocql's own HostInfos (WithHostInfos); nil: built from the endpoint
 }
 
 // Defaults of ConnConfig (and of the matching Cadence fields).
@@ -239,18 +254,17 @@ func dialVersion(parent context.Context, ep Endpoint, cfg ConnConfig, v primitiv
 	return c, nil
 }
 
-// DialTransport opens the byte stream: HostDialer if set, else Dialer (+TLS).
+// DialTransport opens the byte stream: DialHost if set, else Dialer (+TLS).
 func DialTransport(ctx context.Context, ep Endpoint, cfg ConnConfig) (net.Conn, error) {
-	if cfg.HostDialer != nil {
-		host, err := cfg.hostInfoFor(ep)
-		if err != nil {
-			return nil, &ConnError{Class: ClassRetryable, Addr: ep.Addr, Op: "dial", Err: err}
+	if cfg.DialHost != nil {
+		nc, err := cfg.DialHost(ctx, ep)
+		if err == nil && nc == nil {
+			err = errors.New("the host dialer returned no connection")
 		}
-		dh, err := cfg.HostDialer.DialHost(ctx, host)
 		if err != nil {
 			return nil, &ConnError{Class: transportClass(err), Addr: ep.Addr, Op: "dial", Err: err}
 		}
-		return dh.Conn, nil
+		return nc, nil
 	}
 	d := cfg.Dialer
 	if d == nil {
@@ -263,13 +277,7 @@ func DialTransport(ctx context.Context, ep Endpoint, cfg ConnConfig) (net.Conn, 
 	if cfg.TLS == nil {
 		return nc, nil
 	}
-	// gocql.WrapTLS derives the server name exactly as gocql does for its own connections.
-	name := ep.Addr
-	if ep.Hostname != "" {
-		_, port, _ := net.SplitHostPort(ep.Addr)
-		name = net.JoinHostPort(ep.Hostname, port)
-	}
-	dh, err := gocql.WrapTLS(ctx, nc, name, cfg.TLS)
+	tc, err := wrapTLS(ctx, nc, ep, cfg.TLS)
 	if err != nil {
 		cls := ClassTLS
 		if isTimeout(err) || ctx.Err() != nil {
@@ -277,7 +285,27 @@ func DialTransport(ctx context.Context, ep Endpoint, cfg ConnConfig) (net.Conn, 
 		}
 		return nil, &ConnError{Class: cls, Addr: ep.Addr, Op: "tls", Err: err}
 	}
-	return dh.Conn, nil
+	return tc, nil
+}
+
+// wrapTLS runs the TLS handshake over nc, closing nc if it fails. The server name is gocql's
+// (v1.7.0 and v2.1.2 alike): unless the configuration skips verification or names a server,
+// the endpoint's hostname, else its IP address.
+func wrapTLS(ctx context.Context, nc net.Conn, ep Endpoint, tc *tls.Config) (net.Conn, error) {
+	if !tc.InsecureSkipVerify && tc.ServerName == "" {
+		name := ep.Hostname
+		if name == "" {
+			name, _, _ = net.SplitHostPort(ep.Addr)
+		}
+		tc = tc.Clone() // the shared configuration is never modified
+		tc.ServerName = name
+	}
+	conn := tls.Client(nc, tc)
+	if err := conn.HandshakeContext(ctx); err != nil {
+		_ = nc.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 func transportClass(err error) ErrorClass {
@@ -361,18 +389,15 @@ func (c *Conn) unexpected(op string, m message.Message) error {
 	return &ConnError{Class: ClassProtocol, Addr: c.ep.Addr, Op: op, Err: fmt.Errorf("unexpected response %v", m)}
 }
 
-// authenticate runs the SASL exchange through the gocql Authenticator.
+// authenticate runs the SASL exchange through the configured Authenticator.
 func (c *Conn) authenticate(ctx context.Context, m *message.Authenticate) error {
 	authErr := func(err error) error {
 		return &ConnError{Class: ClassAuth, Addr: c.ep.Addr, Op: "auth", Err: err}
 	}
-	auth := c.cfg.Authenticator
-	if c.cfg.AuthProvider != nil {
-		h, err := c.cfg.hostInfoFor(c.ep)
-		if err != nil {
-			return authErr(err)
-		}
-		if auth, err = c.cfg.AuthProvider(h); err != nil {
+	var auth Authenticator
+	if c.cfg.Auth != nil {
+		var err error
+		if auth, err = c.cfg.Auth(c.ep); err != nil {
 			return authErr(err)
 		}
 	}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/message"
-	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -56,7 +55,7 @@ func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
 // stallDialer dials through the in-memory cluster sim; once stall is set, writes on its connections block until their
 // write deadline, as on a peer that stopped reading with full socket buffers.
 type stallDialer struct {
-	sim   gocql.Dialer
+	sim   Dialer
 	stall atomic.Bool
 }
 

@@ -1,6 +1,11 @@
-package cqlconn
+// Package gocqlv1 translates gocql v1.7.0's authenticators, host dialers and HostInfos into the
+// driver-neutral connection settings of internal/cqlconn. controlconn.New uses it; nothing a
+// gocql v2 program builds imports it.
+package gocqlv1
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"reflect"
@@ -9,6 +14,8 @@ import (
 	"unsafe"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
 // HostInfoCache keeps the *gocql.HostInfo gocql itself built for each address, so that a
@@ -16,7 +23,7 @@ import (
 // contact point given as a DNS name (a HostDialer that verifies TLS by hostname needs it), the
 // port, the host ID. controlconn.New installs it as the gocql config's ConnectObserver, chained
 // to the observer the user had: gocql reports every connection it makes with its HostInfo. Safe
-// for concurrent use; ObserveConnect never blocks.
+// for concurrent use; ObserveConnect never blocks. A nil *HostInfoCache caches nothing.
 type HostInfoCache struct {
 	next  gocql.ConnectObserver // the user's observer, called first; may be nil
 	hosts sync.Map              // "ip:port" -> *gocql.HostInfo
@@ -25,13 +32,6 @@ type HostInfoCache struct {
 // NewHostInfoCache returns an empty cache that passes every connection on to next (may be nil).
 func NewHostInfoCache(next gocql.ConnectObserver) *HostInfoCache {
 	return &HostInfoCache{next: next}
-}
-
-// WithHostInfos returns cfg whose HostDialer and AuthProvider get gocql's own HostInfos from
-// cache, when gocql has connected to the address dialled.
-func WithHostInfos(cfg ConnConfig, cache *HostInfoCache) ConnConfig {
-	cfg.hostInfos = cache
-	return cfg
 }
 
 // ObserveConnect implements gocql.ConnectObserver.
@@ -63,23 +63,13 @@ func (c *HostInfoCache) Len() int {
 	return n
 }
 
-// lookup returns gocql's HostInfo for ep's address, nil if gocql has not connected to it
-// (or c is nil).
-func (c *HostInfoCache) lookup(ep Endpoint) *gocql.HostInfo {
-	if c == nil {
-		return nil
-	}
-	if h, ok := c.hosts.Load(ep.Addr); ok {
-		return h.(*gocql.HostInfo)
-	}
-	return nil
-}
-
-// hostInfoFor is the *gocql.HostInfo for ep: gocql's own if it connected to that address,
-// else one built by HostInfo.
-func (c ConnConfig) hostInfoFor(ep Endpoint) (*gocql.HostInfo, error) {
-	if h := c.hostInfos.lookup(ep); h != nil {
-		return h, nil
+// For is the *gocql.HostInfo for ep: gocql's own if it connected to that address, else one
+// built by HostInfo.
+func (c *HostInfoCache) For(ep cqlconn.Endpoint) (*gocql.HostInfo, error) {
+	if c != nil {
+		if h, ok := c.hosts.Load(ep.Addr); ok {
+			return h.(*gocql.HostInfo), nil
+		}
 	}
 	return HostInfo(ep)
 }
@@ -90,7 +80,7 @@ func (c ConnConfig) hostInfoFor(ep Endpoint) (*gocql.HostInfo, error) {
 // the port is written into the unexported field; if a gocql upgrade renames that field the
 // dial fails with a clear error rather than dialling port 0. Without gocql's HostInfo the
 // hostname is the IP address.
-func HostInfo(ep Endpoint) (*gocql.HostInfo, error) {
+func HostInfo(ep cqlconn.Endpoint) (*gocql.HostInfo, error) {
 	host, portStr, err := net.SplitHostPort(ep.Addr)
 	if err != nil {
 		return nil, err
@@ -121,4 +111,63 @@ func setHostInfoPort(h *gocql.HostInfo, port int) bool {
 	// h is fresh and not yet shared, so writing without its lock is safe.
 	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetInt(int64(port))
 	return h.Port() == port
+}
+
+// authenticator presents a gocql Authenticator as cqlconn's: the two differ only in the type
+// of the next authenticator Challenge returns.
+type authenticator struct{ a gocql.Authenticator }
+
+func (x authenticator) Challenge(req []byte) ([]byte, cqlconn.Authenticator, error) {
+	resp, next, err := x.a.Challenge(req)
+	if next == nil {
+		return resp, nil, err // a nil interface, not an adapter of nil: "no further challenge"
+	}
+	return resp, authenticator{next}, err
+}
+
+func (x authenticator) Success(data []byte) error { return x.a.Success(data) }
+
+// Auth is cqlconn.ConnConfig.Auth for gocql's AuthProvider, which gets the host's HostInfo from
+// hosts, else its Authenticator; nil when both are nil.
+func Auth(a gocql.Authenticator, p func(*gocql.HostInfo) (gocql.Authenticator, error), hosts *HostInfoCache) func(cqlconn.Endpoint) (cqlconn.Authenticator, error) {
+	switch {
+	case p != nil:
+		return func(ep cqlconn.Endpoint) (cqlconn.Authenticator, error) {
+			h, err := hosts.For(ep)
+			if err != nil {
+				return nil, err
+			}
+			a, err := p(h)
+			if err != nil || a == nil {
+				return nil, err
+			}
+			return authenticator{a}, nil
+		}
+	case a != nil:
+		x := authenticator{a}
+		return func(cqlconn.Endpoint) (cqlconn.Authenticator, error) { return x, nil }
+	}
+	return nil
+}
+
+// DialHost is cqlconn.ConnConfig.DialHost for a gocql HostDialer, which gets the host's
+// HostInfo from hosts; nil when d is nil.
+func DialHost(d gocql.HostDialer, hosts *HostInfoCache) func(context.Context, cqlconn.Endpoint) (net.Conn, error) {
+	if d == nil {
+		return nil
+	}
+	return func(ctx context.Context, ep cqlconn.Endpoint) (net.Conn, error) {
+		h, err := hosts.For(ep)
+		if err != nil {
+			return nil, err
+		}
+		dh, err := d.DialHost(ctx, h)
+		if err != nil {
+			return nil, err
+		}
+		if dh == nil || dh.Conn == nil {
+			return nil, errors.New("the HostDialer returned no connection")
+		}
+		return dh.Conn, nil
+	}
 }
