@@ -34,7 +34,7 @@ import (
 //
 // New changes cfg, and nothing else in it than this:
 //
-//   - cfg.PoolConfig.HostSelectionPolicy: wrapped (hostevents.Install; gocql's default
+//   - cfg.PoolConfig.HostSelectionPolicy: wrapped (gocqlv1.Install; gocql's default
 //     round-robin when nil) so that sessions push their host events to a queue New creates
 //     (see WithQueueConfig) and Close closes.
 //   - cfg.ConnectObserver: wrapped (the user's is called first) to learn the *gocql.HostInfo of
@@ -97,7 +97,7 @@ func New(cfg *gocql.ClusterConfig, cadence Cadence, opts ...Option) (*ControlCon
 	o.governed = gov != nil
 	inst := &gocqlInstalled{cfg: cfg}
 	cc, err := withListener(c, func(cc *ControlConnection, q *hostevents.Queue) {
-		hostevents.Install(cfg, q)
+		gocqlv1.Install(cfg, q)
 		cfg.ConnectObserver = cache
 		cc.hostInfos = cache
 		inst.policy, inst.observer = cfg.PoolConfig.HostSelectionPolicy, cache
@@ -167,7 +167,7 @@ func forDriver(c config, d adapter.Driver, o options) (*ControlConnection, error
 // withListener creates the host event queue unless o has one, has install connect it to the
 // driver's host events, and builds the ControlConnection. A non-nil inst (New's) adds New's
 // checks: the session-order warning, which counts the sessions that initialised a policy
-// wrapped by hostevents.Install, and Start's check that the ClusterConfig still holds what New
+// wrapped by gocqlv1.Install, and Start's check that the ClusterConfig still holds what New
 // installed (install and New record it in inst).
 func withListener(c config, install func(*ControlConnection, *hostevents.Queue), inst *gocqlInstalled, o options) (*ControlConnection, error) {
 	if o.queue == nil {
@@ -269,7 +269,7 @@ type sessionCheck struct {
 // interval for what it did not install.
 type gocqlInstalled struct {
 	cfg        *gocql.ClusterConfig
-	policy     gocql.HostSelectionPolicy // hostevents.Install's wrapper (checked with hostevents.Feeds)
+	policy     gocql.HostSelectionPolicy // gocqlv1.Install's wrapper (checked with gocqlv1.Feeds)
 	observer   gocql.ConnectObserver     // the HostInfo cache
 	dialer     gocql.HostDialer          // the governed dialer
 	conviction gocql.ConvictionPolicy    // the governed conviction policy
@@ -278,7 +278,7 @@ type gocqlInstalled struct {
 
 // checkConfig compares the ClusterConfig with what New installed on it: one error, wrapping
 // ErrConfigChanged, for each field replaced since (errors.Join), nil if none. The policy counts
-// as there while it still wraps New's listener (hostevents.Feeds); the other values New
+// as there while it still wraps New's listener (gocqlv1.Feeds); the other values New
 // installed are pointers, compared as they are (comparing the interfaces never panics).
 func (s *sessionCheck) checkConfig() error {
 	in := s.inst
@@ -287,7 +287,7 @@ func (s *sessionCheck) checkConfig() error {
 	}
 	cfg := in.cfg
 	var errs []error
-	if in.policy != nil && !hostevents.Feeds(cfg.PoolConfig.HostSelectionPolicy, s.queue) {
+	if in.policy != nil && !gocqlv1.Feeds(cfg.PoolConfig.HostSelectionPolicy, s.queue) {
 		errs = append(errs, fmt.Errorf("%w: PoolConfig.HostSelectionPolicy no longer holds the listener New installed: "+
 			"sessions created from it do not report host events (up, down, added, removed) to the control connection, "+
 			"whose recovery follows the blind schedule only; set the policy before New, which wraps it", ErrConfigChanged))

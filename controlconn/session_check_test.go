@@ -16,6 +16,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
 )
 
@@ -77,7 +78,7 @@ func TestStartWarnsOfConfigChangedAfterNew(t *testing.T) {
 			q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = q.Close() })
-			hostevents.Install(c, q)
+			gocqlv1.Install(c, q)
 		}},
 		{name: "connect observer", change: func(c *gocql.ClusterConfig) {
 			c.ConnectObserver = nil

@@ -21,18 +21,11 @@ func (l listener) OnHostDown(e gocql.HostDownEvent)       { l.push(e.Host, hoste
 func (l listener) OnNewHost(e gocql.NewHostEvent)         { l.push(e.Host, hostevents.KindAdded) }
 func (l listener) OnRemovedHost(e gocql.RemovedHostEvent) { l.push(e.Host, hostevents.KindRemoved) }
 
+// push enqueues h's event (hostevents.Queue.PushHost), without allocating.
 func (l listener) push(h *gocql.HostInfo, k hostevents.Kind) {
-	if h == nil {
-		return
+	if h != nil {
+		l.q.PushHost(h, k)
 	}
-	l.q.Push(hostevents.Event{
-		HostID: h.HostID(),
-		Addr:   h.ConnectAddress(),
-		Port:   h.Port(),
-		DC:     h.DataCenter(),
-		Kind:   k,
-		Source: hostevents.SourceGocql,
-	})
 }
 
 // Install adds a listener feeding q to cluster.Metadata.HostListener, so that the sessions

@@ -3,6 +3,7 @@ package hostevents
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -124,12 +125,53 @@ type Queue struct {
 	closed  bool
 	stats   Stats // Pending is derived from len(pending) when read
 
-	sessions atomic.Int64 // gocql sessions that called Init on a listener of this queue
+	sessions atomic.Int64 // driver sessions that initialised a listener of this queue (AddSession)
 }
 
-// Sessions is how many gocql sessions have initialised a policy wrapped with q (Wrap, Install).
-// Zero means that no session reports host events here: one created before Install never does.
+// Sessions is how many driver sessions have initialised a listener feeding q (AddSession):
+// controlconn.New's gocql policy wrapper counts each gocql session that calls its Init. Zero
+// means that no session reports host events here: one created before the listener was
+// installed never does.
 func (q *Queue) Sessions() int { return int(q.sessions.Load()) }
+
+// AddSession records that one more driver session reports its host events to q: a driver's
+// listener calls it when a session initialises it.
+func (q *Queue) AddSession() { q.sessions.Add(1) }
+
+// Host is what a driver's host record says of a host: gocql v1's and v2's *HostInfo both
+// have these methods.
+type Host interface {
+	HostID() string
+	ConnectAddress() net.IP
+	Port() int
+	DataCenter() string
+}
+
+// PushHost pushes the event of kind k a driver's listener saw for h (Source SourceGocql), as
+// Push does, without allocating: the HostID string and the address slice are shared, not
+// copied. A host whose ConnectAddress panics (a record with no valid address, which a
+// driver's own hosts never are) is pushed without an address: a listener must not crash the
+// driver's goroutine over an address that is only informative. h must not be a nil pointer.
+func (q *Queue) PushHost(h Host, k Kind) bool {
+	return q.Push(Event{
+		HostID: h.HostID(),
+		Addr:   connectAddress(h),
+		Port:   h.Port(),
+		DC:     h.DataCenter(),
+		Kind:   k,
+		Source: SourceGocql,
+	})
+}
+
+// connectAddress is h.ConnectAddress(), or nil where it panics.
+func connectAddress(h Host) (ip net.IP) {
+	defer func() {
+		if recover() != nil {
+			ip = nil
+		}
+	}()
+	return h.ConnectAddress()
+}
 
 // NewQueue validates cfg and starts the Queue's batching goroutine; Close stops it.
 func NewQueue(cfg QueueConfig) (*Queue, error) {

@@ -1,9 +1,9 @@
-package hostevents
+package gocqlv1
 
 import (
-	"net"
-
 	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 )
 
 // listener is the gocql HostSelectionPolicy wrapper: every method forwards to the inner
@@ -13,7 +13,7 @@ import (
 // caller); it has no mutable state of its own.
 type listener struct {
 	inner gocql.HostSelectionPolicy
-	q     *Queue
+	q     *hostevents.Queue
 }
 
 // readyListener is the wrapper for an inner policy that implements gocql.ReadyPolicy. It is a
@@ -41,12 +41,12 @@ var (
 // to q without blocking. The result implements gocql.ReadyPolicy if and only if inner does.
 // It always has AddHosts: for an inner without it, it does what gocql would have done,
 // inner.AddHost for each host in order. Wrap panics if inner or q is nil.
-func Wrap(inner gocql.HostSelectionPolicy, q *Queue) gocql.HostSelectionPolicy {
+func Wrap(inner gocql.HostSelectionPolicy, q *hostevents.Queue) gocql.HostSelectionPolicy {
 	if inner == nil {
-		panic("hostevents: Wrap of a nil HostSelectionPolicy")
+		panic("gocqlv1: Wrap of a nil HostSelectionPolicy")
 	}
 	if q == nil {
-		panic("hostevents: Wrap with a nil Queue")
+		panic("gocqlv1: Wrap with a nil Queue")
 	}
 	l := &listener{inner: inner, q: q}
 	if r, ok := inner.(gocql.ReadyPolicy); ok {
@@ -58,7 +58,7 @@ func Wrap(inner gocql.HostSelectionPolicy, q *Queue) gocql.HostSelectionPolicy {
 // Install wraps cfg.PoolConfig.HostSelectionPolicy (gocql.RoundRobinHostPolicy(), gocql's own
 // default, if nil) so that the sessions created from cfg push their host events to q. Call it
 // before gocql.NewSession. Installing the same queue twice is a no-op.
-func Install(cfg *gocql.ClusterConfig, q *Queue) {
+func Install(cfg *gocql.ClusterConfig, q *hostevents.Queue) {
 	p := cfg.PoolConfig.HostSelectionPolicy
 	if p == nil {
 		p = gocql.RoundRobinHostPolicy()
@@ -72,7 +72,7 @@ func Install(cfg *gocql.ClusterConfig, q *Queue) {
 // Feeds reports whether p pushes host events to q: p is, or wraps through Wrap or Install
 // (however many times), a listener of q. ControlConnection.Start uses it to check that the policy New
 // installed is still in the ClusterConfig.
-func Feeds(p gocql.HostSelectionPolicy, q *Queue) bool {
+func Feeds(p gocql.HostSelectionPolicy, q *hostevents.Queue) bool {
 	for l := unwrap(p); l != nil; l = unwrap(l.inner) {
 		if l.q == q {
 			return true
@@ -98,7 +98,7 @@ func (l *listener) SetPartitioner(p string)                     { l.inner.SetPar
 // Init is called by gocql.NewSession: a session now reports its host events here.
 func (l *listener) Init(s *gocql.Session) {
 	l.inner.Init(s)
-	l.q.sessions.Add(1)
+	l.q.AddSession()
 }
 
 func (l *listener) IsLocal(h *gocql.HostInfo) bool              { return l.inner.IsLocal(h) }
@@ -108,7 +108,7 @@ func (l *listener) Pick(q gocql.ExecutableQuery) gocql.NextHost { return l.inner
 // host, and the control connection reconnecting.
 func (l *listener) AddHost(h *gocql.HostInfo) {
 	l.inner.AddHost(h)
-	l.push(h, KindAdded)
+	l.push(h, hostevents.KindAdded)
 }
 
 // AddHosts is called once by NewSession with the initial hosts, after their pool fills have
@@ -117,13 +117,13 @@ func (l *listener) AddHosts(hosts []*gocql.HostInfo) {
 	if b, ok := l.inner.(bulkAdder); ok {
 		b.AddHosts(hosts)
 		for _, h := range hosts {
-			l.push(h, KindAdded)
+			l.push(h, hostevents.KindAdded)
 		}
 		return
 	}
 	for _, h := range hosts {
 		l.inner.AddHost(h)
-		l.push(h, KindAdded)
+		l.push(h, hostevents.KindAdded)
 	}
 }
 
@@ -131,49 +131,28 @@ func (l *listener) AddHosts(hosts []*gocql.HostInfo) {
 // address (then an AddHost with the same HostID follows).
 func (l *listener) RemoveHost(h *gocql.HostInfo) {
 	l.inner.RemoveHost(h)
-	l.push(h, KindRemoved)
+	l.push(h, hostevents.KindRemoved)
 }
 
 // HostUp is called on a fresh goroutine when a host's pool has connected.
 func (l *listener) HostUp(h *gocql.HostInfo) {
 	l.inner.HostUp(h)
-	l.push(h, KindUp)
+	l.push(h, hostevents.KindUp)
 }
 
 // HostDown is called on a DOWN event, or when a pool fill failed and the conviction policy
 // convicted the host.
 func (l *listener) HostDown(h *gocql.HostInfo) {
 	l.inner.HostDown(h)
-	l.push(h, KindDown)
+	l.push(h, hostevents.KindDown)
 }
 
 // Ready forwards to the inner policy, which has it.
 func (r *readyListener) Ready() bool { return r.ready.Ready() }
 
-// push converts h without allocating (the HostID string and the address slice are shared,
-// not copied) and enqueues it.
-func (l *listener) push(h *gocql.HostInfo, k Kind) {
-	if h == nil {
-		return
+// push enqueues h's event (hostevents.Queue.PushHost), without allocating.
+func (l *listener) push(h *gocql.HostInfo, k hostevents.Kind) {
+	if h != nil {
+		l.q.PushHost(h, k)
 	}
-	l.q.Push(Event{
-		HostID: h.HostID(),
-		Addr:   connectAddress(h),
-		Port:   h.Port(),
-		DC:     h.DataCenter(),
-		Kind:   k,
-		Source: SourceGocql,
-	})
-}
-
-// connectAddress is h.ConnectAddress(), or nil where gocql would panic (a HostInfo with no
-// valid address, which gocql's own hosts never are): a callback must not crash gocql's
-// goroutine over an address that is only informative.
-func connectAddress(h *gocql.HostInfo) (ip net.IP) {
-	defer func() {
-		if recover() != nil {
-			ip = nil
-		}
-	}()
-	return h.ConnectAddress()
 }

@@ -13,7 +13,7 @@
 //   - TestClusterRestartYieldsOneBatch: a whole-cluster restart of 3 or 100 nodes (HostUp from
 //     a goroutine per pool, HostUp before AddHost, duplicates) delivered as more than one batch,
 //     which would mean more than one re-arm downstream, or with a host missing or not "up".
-package hostevents
+package gocqlv1
 
 import (
 	"fmt"
@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -39,7 +41,7 @@ func picked(p gocql.HostSelectionPolicy) []string {
 
 func TestInstallWrapsDefaultPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newTestQueue(t, QueueConfig{})
+		q := newTestQueue(t, hostevents.QueueConfig{})
 		cfg := gocql.NewCluster("127.0.0.1")
 		require.Nil(t, cfg.PoolConfig.HostSelectionPolicy)
 
@@ -62,7 +64,7 @@ func TestInstallWrapsDefaultPolicy(t *testing.T) {
 			hosts[0].HostID() + ":up", hosts[1].HostID() + ":down", hosts[2].HostID() + ":added",
 		}, ids(requireBatch(t, q, "after the window")))
 
-		other := newTestQueue(t, QueueConfig{})
+		other := newTestQueue(t, hostevents.QueueConfig{})
 		Install(cfg, other)
 		assert.Same(t, p, unwrap(cfg.PoolConfig.HostSelectionPolicy).inner, "another queue wraps again")
 	})
@@ -70,7 +72,7 @@ func TestInstallWrapsDefaultPolicy(t *testing.T) {
 
 func TestInstallKeepsUserPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newTestQueue(t, QueueConfig{})
+		q := newTestQueue(t, hostevents.QueueConfig{})
 
 		// A ReadyPolicy: NewSession returns as soon as one host is up.
 		cfg := gocql.NewCluster("127.0.0.1")
@@ -112,7 +114,7 @@ func TestClusterRestartYieldsOneBatch(t *testing.T) {
 	for _, n := range []int{3, 100} {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := newTestQueue(t, QueueConfig{})
+				q := newTestQueue(t, hostevents.QueueConfig{})
 				cfg := gocql.NewCluster("127.0.0.1")
 				Install(cfg, q)
 				p := cfg.PoolConfig.HostSelectionPolicy
@@ -160,7 +162,7 @@ func TestClusterRestartYieldsOneBatch(t *testing.T) {
 				require.Len(t, b, n, "one event per host")
 				for i, e := range b {
 					assert.Equal(t, hosts[i].HostID(), e.HostID, "order of first appearance")
-					assert.Equal(t, KindUp, e.Kind, "host %d", i)
+					assert.Equal(t, hostevents.KindUp, e.Kind, "host %d", i)
 				}
 				time.Sleep(10 * time.Second)
 				requireNoBatch(t, q, "after the restart")

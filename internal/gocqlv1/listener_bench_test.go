@@ -1,4 +1,4 @@
-package hostevents
+package gocqlv1
 
 import (
 	"fmt"
@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 )
 
-// drain reads batches until the Queue is closed, as the control connection would.
-func drain(q *Queue) chan struct{} {
+// drain reads batches until the hostevents.Queue is closed, as the control connection would.
+func drain(q *hostevents.Queue) chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -33,7 +35,7 @@ func BenchmarkListenerHostUp(b *testing.B) {
 		{"inner=roundrobin", gocql.RoundRobinHostPolicy, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			q, err := NewQueue(QueueConfig{})
+			q, err := hostevents.NewQueue(hostevents.QueueConfig{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -69,7 +71,7 @@ func BenchmarkListenerHostUp(b *testing.B) {
 // queue's work rather than the default 50ms of waiting.
 func BenchmarkQueueBurst10k(b *testing.B) {
 	const events, hosts = 10_000, 1_000
-	q, err := NewQueue(QueueConfig{Window: 100 * time.Microsecond, MaxWait: time.Millisecond})
+	q, err := hostevents.NewQueue(hostevents.QueueConfig{Window: 100 * time.Microsecond, MaxWait: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func BenchmarkQueueBurst10k(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		for i := range events {
-			q.Push(Event{HostID: ids[i%hosts], Kind: Kind(1 + i%4), Source: SourceGocql})
+			q.Push(hostevents.Event{HostID: ids[i%hosts], Kind: hostevents.Kind(1 + i%4), Source: hostevents.SourceGocql})
 		}
 		push += time.Since(start)
 		s := q.Stats()
@@ -104,12 +106,12 @@ func BenchmarkQueueBurst10k(b *testing.B) {
 // BenchmarkQueueRecord is the cost of counting an event without queueing it (the control
 // connection's own server events), with an observer as metrics would have one.
 func BenchmarkQueueRecord(b *testing.B) {
-	q, err := NewQueue(QueueConfig{Observer: NopQueueObserver{}})
+	q, err := hostevents.NewQueue(hostevents.QueueConfig{Observer: hostevents.NopQueueObserver{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer func() { _ = q.Close() }()
-	e := Event{HostID: "00000000-0000-4000-8000-000000000001", Kind: KindUp, Source: SourceControl}
+	e := hostevents.Event{HostID: "00000000-0000-4000-8000-000000000001", Kind: hostevents.KindUp, Source: hostevents.SourceControl}
 	b.ReportAllocs()
 	for b.Loop() {
 		q.Record(e)

@@ -1,6 +1,6 @@
 // Listener (policy wrapper) tests against a recording inner policy. Regressions each catches:
 //
-//   - TestWrapForwardsBeforeEnqueue: enqueueing before forwarding, so the Queue's consumer can
+//   - TestWrapForwardsBeforeEnqueue: enqueueing before forwarding, so the hostevents.Queue's consumer can
 //     act on a host the user's policy does not know yet.
 //   - TestWrapForwardsEveryMethod: a method not forwarded, forwarded with other arguments, or
 //     its result not returned; AddHosts not passed to an inner policy that has it, or not
@@ -9,14 +9,14 @@
 //     Ready on an inner policy that has none (panics inside gocql's NewSession) or invents an
 //     answer that changes when NewSession returns; a Ready that is not the inner's answer.
 //   - TestListenerNeverBlocksGocql: the listener blocking gocql's goroutine when nobody reads
-//     the Queue or the Queue is full (MaxHosts): the bubble deadlocks and the test fails.
+//     the hostevents.Queue or the hostevents.Queue is full (MaxHosts): the bubble deadlocks and the test fails.
 //   - TestListenerConvertsHostInfo: keying by something other than HostID, no fallback to the
 //     connect address, copying the address, a panic on a HostInfo without an address.
 //   - TestListenerToleratesDisorder: HostUp before AddHost, duplicates and concurrent calls
 //     producing more than one event per host, or an "added" hiding the "up".
 //   - TestListenerHostUpDoesNotAllocate: an allocation on gocql's goroutine per callback (a
 //     copied address, a key built per event, a boxed event); skipped under -race and -cover.
-package hostevents
+package gocqlv1
 
 import (
 	"fmt"
@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,14 +104,14 @@ func host(i int) *gocql.HostInfo {
 func TestWrapForwardsBeforeEnqueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &fakePolicy{}
-		var q *Queue
+		var q *hostevents.Queue
 		var pushed atomic.Uint64 // host callbacks made so far, counted before forwarding
 		inner.onHost = func(method string, h *gocql.HostInfo) {
 			assert.Equal(t, pushed.Load()-1, q.Stats().Received,
 				"%s reached the queue before the inner policy", method)
 		}
 		obs := &orderObserver{inner: inner}
-		q = newTestQueue(t, QueueConfig{Observer: obs})
+		q = newTestQueue(t, hostevents.QueueConfig{Observer: obs})
 		w := Wrap(fakeBulkPolicy{inner}, q)
 		h := host(1)
 
@@ -132,12 +134,12 @@ func TestWrapForwardsBeforeEnqueue(t *testing.T) {
 // orderObserver checks, as each event reaches the queue, that the inner policy already saw
 // the call that produced it.
 type orderObserver struct {
-	NopQueueObserver
+	hostevents.NopQueueObserver
 	inner   *fakePolicy
 	checked int
 }
 
-func (o *orderObserver) Received(Event) {
+func (o *orderObserver) Received(hostevents.Event) {
 	o.checked++
 	if n := len(o.inner.Calls()); n < o.checked {
 		panic(fmt.Sprintf("event %d reached the queue before the inner policy saw its call (%d calls)", o.checked, n))
@@ -146,7 +148,7 @@ func (o *orderObserver) Received(Event) {
 
 func TestWrapForwardsEveryMethod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newTestQueue(t, QueueConfig{})
+		q := newTestQueue(t, hostevents.QueueConfig{})
 		inner := &fakePolicy{}
 		w := Wrap(inner, q)
 		local, remote := &gocql.HostInfo{}, host(2)
@@ -190,7 +192,7 @@ func TestWrapForwardsEveryMethod(t *testing.T) {
 
 func TestWrapReadyOnlyWhenInnerHasIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newTestQueue(t, QueueConfig{})
+		q := newTestQueue(t, hostevents.QueueConfig{})
 		type readier interface{ Ready() bool }
 
 		plain := Wrap(&fakePolicy{}, q)
@@ -226,7 +228,7 @@ func TestListenerNeverBlocksGocql(t *testing.T) {
 	for _, maxHosts := range []int{0, 10} {
 		t.Run(fmt.Sprintf("MaxHosts=%d", maxHosts), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := newTestQueue(t, QueueConfig{MaxHosts: maxHosts})
+				q := newTestQueue(t, hostevents.QueueConfig{MaxHosts: maxHosts})
 				w := Wrap(&noopPolicy{}, q)
 				hosts := make([]*gocql.HostInfo, 1000)
 				for i := range hosts {
@@ -268,7 +270,7 @@ func (noopPolicy) HostDown(*gocql.HostInfo)   {}
 
 func TestListenerConvertsHostInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newTestQueue(t, QueueConfig{})
+		q := newTestQueue(t, hostevents.QueueConfig{})
 		inner := &fakePolicy{}
 		w := Wrap(inner, q)
 
@@ -286,19 +288,19 @@ func TestListenerConvertsHostInfo(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		b := requireBatch(t, q, "after the window")
 		require.Len(t, b, 2)
-		assert.Equal(t, Event{HostID: withID.HostID(), Addr: withID.ConnectAddress(), Kind: KindUp,
-			Source: SourceGocql, At: start}, b[0])
+		assert.Equal(t, hostevents.Event{HostID: withID.HostID(), Addr: withID.ConnectAddress(), Kind: hostevents.KindUp,
+			Source: hostevents.SourceGocql, At: start}, b[0])
 		assert.Same(t, &withID.ConnectAddress()[0], &b[0].Addr[0], "the address is shared, not copied")
 		assert.Equal(t, "", b[1].HostID)
 		assert.Equal(t, "10.1.2.3", b[1].Key(), "keyed by the connect address")
-		assert.Equal(t, KindDown, b[1].Kind)
+		assert.Equal(t, hostevents.KindDown, b[1].Kind)
 		assert.Equal(t, uint64(1), q.Stats().Dropped, "a host with neither HostID nor address is dropped")
 	})
 }
 
 func TestListenerToleratesDisorder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newTestQueue(t, QueueConfig{})
+		q := newTestQueue(t, hostevents.QueueConfig{})
 		w := Wrap(gocql.RoundRobinHostPolicy(), q)
 		h := host(1)
 		w.HostUp(h) // the pool connected before NewSession's AddHosts reached the policy
@@ -312,7 +314,7 @@ func TestListenerToleratesDisorder(t *testing.T) {
 		w.AddHost(h) // a ring refresh re-announces the host: it is still up
 		time.Sleep(50 * time.Millisecond)
 		assert.Equal(t, []string{h.HostID() + ":up"}, ids(requireBatch(t, q, "after the window")))
-		assert.Equal(t, Stats{Received: 67, Coalesced: 66, Delivered: 1, Batches: 1}, q.Stats())
+		assert.Equal(t, hostevents.Stats{Received: 67, Coalesced: 66, Delivered: 1, Batches: 1}, q.Stats())
 	})
 }
 
@@ -321,7 +323,7 @@ func TestListenerHostUpDoesNotAllocate(t *testing.T) {
 		t.Skip("instrumentation allocates")
 	}
 	// A window longer than the test, so the batching goroutine allocates no batch meanwhile.
-	q := newTestQueue(t, QueueConfig{Window: time.Hour, MaxWait: time.Hour})
+	q := newTestQueue(t, hostevents.QueueConfig{Window: time.Hour, MaxWait: time.Hour})
 	w := Wrap(noopPolicy{}, q)
 	hosts := []*gocql.HostInfo{host(1), host(2), host(3)}
 	for _, h := range hosts {
@@ -337,8 +339,8 @@ func TestListenerHostUpDoesNotAllocate(t *testing.T) {
 
 // Feeds finds q's listener however deep Install and Wrap put it, and nowhere else.
 func TestFeeds(t *testing.T) {
-	q := newTestQueue(t, QueueConfig{})
-	other := newTestQueue(t, QueueConfig{})
+	q := newTestQueue(t, hostevents.QueueConfig{})
+	other := newTestQueue(t, hostevents.QueueConfig{})
 	cfg := gocql.NewCluster("127.0.0.1")
 	assert.False(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, q), "nil policy")
 	Install(cfg, q)
@@ -349,4 +351,45 @@ func TestFeeds(t *testing.T) {
 	assert.True(t, Feeds(cfg.PoolConfig.HostSelectionPolicy, other))
 	assert.True(t, Feeds(Wrap(gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy()), q), q), "a wrapped token-aware policy")
 	assert.False(t, Feeds(gocql.RoundRobinHostPolicy(), q), "replaced")
+}
+
+func newTestQueue(t *testing.T, cfg hostevents.QueueConfig) *hostevents.Queue {
+	t.Helper()
+	q, err := hostevents.NewQueue(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, q.Close()) })
+	return q
+}
+
+// ready returns the batch the Queue is offering right now, if any. Only in a bubble.
+func ready(q *hostevents.Queue) (hostevents.Batch, bool) {
+	synctest.Wait()
+	select {
+	case b := <-q.Batches():
+		synctest.Wait() // let the queue count the delivery
+		return b, true
+	default:
+		return nil, false
+	}
+}
+
+func requireNoBatch(t *testing.T, q *hostevents.Queue, when string) {
+	t.Helper()
+	b, ok := ready(q)
+	require.Falsef(t, ok, "%s: unexpected batch %v", when, b)
+}
+
+func requireBatch(t *testing.T, q *hostevents.Queue, when string) hostevents.Batch {
+	t.Helper()
+	b, ok := ready(q)
+	require.Truef(t, ok, "%s: no batch", when)
+	return b
+}
+
+func ids(b hostevents.Batch) []string {
+	out := make([]string, len(b))
+	for i, e := range b {
+		out[i] = e.HostID + ":" + e.Kind.String()
+	}
+	return out
 }

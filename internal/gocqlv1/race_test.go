@@ -1,0 +1,5 @@
+//go:build race
+
+package gocqlv1
+
+const raceEnabled = true
