@@ -17,7 +17,7 @@ race:
 	CQLCONTROL_LONG= TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 30m $(PKGS)
 
 allocs:
-	$(GO) test -count=1 -run 'DoesNotAllocate|AllocatesNothing' ./reconnect/ ./hostevents/ ./controlconn/
+	$(GO) test -count=1 -run 'DoesNotAllocate|AllocatesNothing' ./reconnect/ ./hostevents/ ./core/ ./internal/gocqlv1/
 
 # The gocqlv2 module (apache gocql v2) has its own go.mod, so ./... above does not reach it.
 gocqlv2:
@@ -148,10 +148,10 @@ fuzz:
 # suite runs the same tests short.
 soak:
 	CQLCONTROL_SOAK=long CQLCONTROL_FLOOD=10s $(GO) test -race -count=1 -timeout 30m -v \
-		-run 'TestSoakRestarts|TestRandomFaults|TestCloseIsPromptDuringHostEventFlood' ./integration/ ./controlconn/
+		-run 'TestSoakRestarts|TestRandomFaults|TestCloseIsPromptDuringHostEventFlood' ./integration/ ./core/
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./controlconn/ ./internal/cqlconn/ ./internal/dialgate/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./reconnect/ ./hostevents/ ./metadata/ ./core/ ./internal/gocqlv1/ ./internal/cqlconn/ ./internal/dialgate/
 
 demo:
 	$(GO) run ./cmd/cqlcontrol demo

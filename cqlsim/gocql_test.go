@@ -1,6 +1,7 @@
 package cqlsim
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -326,4 +327,21 @@ func TestAuthQuorumUnavailableWhileFewerThanAQuorumAreUp(t *testing.T) {
 	s, err := gc.CreateSession()
 	require.NoError(t, err, "2 of 3 up: a quorum")
 	bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, s.Close)
+}
+
+// gocql v1.7.0 sessions against the simulator's 3.11 and 4.1 releases, negotiating and with
+// each version it speaks pinned (gocql v2's rows are in the gocqlv2 module's
+// TestSessionsNegotiate, which compiles no package of gocql v1).
+func TestGocqlV1SessionsNegotiate(t *testing.T) {
+	for i, release := range []string{"3.11.17", "4.1.5"} {
+		sim := startCluster(t, Config{Nodes: 2, ReleaseVersion: release, BaseIP: fmt.Sprintf("127.0.%d.1", 46+i)})
+		for _, proto := range []int{0, 3, 4} {
+			t.Run(fmt.Sprintf("%s_proto%d", release, proto), func(t *testing.T) {
+				s := newSession(t, sim, newRecordingPolicy(), func(cfg *gocql.ClusterConfig) { cfg.ProtoVersion = proto })
+				var rv string
+				require.NoError(t, s.Query("SELECT release_version FROM system.local").Scan(&rv))
+				assert.Equal(t, release, rv)
+			})
+		}
+	}
 }

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
 )
 
 // Start checks that the v2 ClusterConfig still holds what New installed: each field replaced
@@ -59,11 +60,11 @@ func TestStartWarnsOfV2ConfigChangedAfterNew(t *testing.T) {
 			cluster.Port = 1 // never reached: Start's context is done already
 			cluster.Logger = &recordingLogger{}
 			var logs bytes.Buffer // written by Start's caller; read after Close
-			opts := []controlconn.Option{controlconn.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
+			opts := []core.Option{core.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}
 			if !tc.governed {
-				opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{Off: true})) // governed is the default
+				opts = append(opts, core.WithDialGovernor(core.Governor{Off: true})) // governed is the default
 			}
-			cc, err := New(cluster, controlconn.Cadence{}, opts...)
+			cc, err := New(cluster, core.Cadence{}, opts...)
 			require.NoError(t, err)
 			tc.change(cluster)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -76,7 +77,7 @@ func TestStartWarnsOfV2ConfigChangedAfterNew(t *testing.T) {
 				assert.NotContains(t, logs.String(), "changed after New")
 				return
 			}
-			require.ErrorIs(t, got, controlconn.ErrConfigChanged)
+			require.ErrorIs(t, got, core.ErrConfigChanged)
 			assert.Contains(t, got.Error(), tc.field)
 			assert.Contains(t, logs.String(), "level=WARN msg=\"controlconn: ClusterConfig changed after New: "+tc.field)
 			assert.Equal(t, 1, strings.Count(logs.String(), "changed after New"), "one warning: %s", &logs)

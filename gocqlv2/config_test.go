@@ -1,7 +1,6 @@
 package gocqlv2
 
-// What New takes from a gocql v2 ClusterConfig (translate, then controlconn.New's own
-// translation of the result). Written with the code; each assertion was checked to fail with
+// What New takes from a gocql v2 ClusterConfig (translate: the adapter.Driver core.New gets). Written with the code; each assertion was checked to fail with
 // the matching line of the translation or the adapters removed
 // (AuthProvider precedence, WriteTimeout from Timeout, v5 pinned to v4, the nil next Authenticator).
 
@@ -14,30 +13,21 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	gocqlv1 "github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 )
 
-// translated is what New gives controlconn.New for cluster: the gocql v1 configuration, the
-// driver's WriteTimeout, and the TLS configuration both sides dial with.
-type translated struct {
-	v1  *gocqlv1.ClusterConfig
-	d   adapter.Driver
-	TLS *tls.Config
-}
-
-func configFromGocql(cluster *gocql.ClusterConfig) (translated, error) {
+// configFromGocql is what New gives core.New for cluster (nil: New's error).
+func configFromGocql(cluster *gocql.ClusterConfig) (adapter.Driver, error) {
 	if cluster == nil {
-		_, err := New(nil, controlconn.Cadence{})
-		return translated{}, err
+		_, err := New(nil, core.Cadence{})
+		return adapter.Driver{}, err
 	}
-	v1, d := translate(cluster, nil)
-	tc, err := tlsFor(v1)
-	return translated{v1: v1, d: d, TLS: tc}, err
+	return translate(cluster, nil)
 }
 
 func TestTranslate(t *testing.T) {
@@ -52,35 +42,35 @@ func TestTranslate(t *testing.T) {
 	})
 	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"10.0.0.1", "db.example:9043"}, c.v1.Hosts)
-	assert.Equal(t, 9999, c.v1.Port)
-	assert.Equal(t, "3.4.4", c.v1.CQLVersion)
-	assert.Equal(t, 3*time.Second, c.v1.ConnectTimeout, "gocql's ConnectTimeout (controlconn.New's when the cadence has none)")
-	assert.Equal(t, 7*time.Second, c.v1.SocketKeepalive)
-	assert.Same(t, cluster.Dialer, c.v1.Dialer)
-	ip, port := c.v1.AddressTranslator.Translate(net.IPv4(192, 168, 0, 1), 9042)
+	assert.Equal(t, []string{"10.0.0.1", "db.example:9043"}, c.Hosts)
+	assert.Equal(t, 9999, c.Port)
+	assert.Equal(t, "3.4.4", c.CQLVersion)
+	assert.Equal(t, 3*time.Second, c.ConnectTimeout, "gocql's ConnectTimeout (core.New's when the cadence has none)")
+	assert.Equal(t, 7*time.Second, c.Keepalive)
+	assert.Same(t, cluster.Dialer, c.Dialer)
+	ip, port := c.AddressTranslator.Translate(net.IPv4(192, 168, 0, 1), 9042)
 	assert.Equal(t, "10.1.1.1", ip.String())
 	assert.Equal(t, 9043, port)
-	assert.Equal(t, 11*time.Second, c.d.WriteTimeout, "gocql v2 bounds writes by Timeout without WriteTimeout")
+	assert.Equal(t, 11*time.Second, c.WriteTimeout, "gocql v2 bounds writes by Timeout without WriteTimeout")
 	assert.Nil(t, c.TLS)
-	assert.Nil(t, c.v1.HostDialer)
-	assert.Nil(t, c.v1.Authenticator)
+	assert.Nil(t, c.DialHost)
+	assert.Nil(t, c.Auth)
 
 	cluster.WriteTimeout = 2 * time.Second
 	c, err = configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Equal(t, 2*time.Second, c.d.WriteTimeout)
+	assert.Equal(t, 2*time.Second, c.WriteTimeout)
 
 	for proto, want := range map[int]int{0: 0, 3: 3, 4: 4, 5: 4} {
 		cluster.ProtoVersion = proto
 		c, err = configFromGocql(cluster)
 		require.NoError(t, err)
-		assert.Equal(t, want, c.v1.ProtoVersion, "ProtoVersion %d", proto)
+		assert.Equal(t, want, c.ProtoVersion, "ProtoVersion %d", proto)
 	}
 
 	_, err = configFromGocql(nil)
 	assert.Error(t, err)
-	_, err = New(gocql.NewCluster(), controlconn.Cadence{})
+	_, err = New(gocql.NewCluster(), core.Cadence{})
 	assert.ErrorContains(t, err, "no contact points")
 }
 
@@ -121,7 +111,7 @@ func TestTranslateTLSRules(t *testing.T) {
 	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
 	assert.Nil(t, c.TLS)
-	assert.NotNil(t, c.v1.HostDialer)
+	assert.NotNil(t, c.DialHost)
 }
 
 // twoStep is a v2 Authenticator with a second step, to show the chain is adapted at each step.
@@ -141,7 +131,9 @@ func TestAuthenticatorAdapter(t *testing.T) {
 	cluster.Authenticator = twoStep{}
 	c, err := configFromGocql(cluster)
 	require.NoError(t, err)
-	resp, next, err := c.v1.Authenticator.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
+	first, err := c.Auth(adapter.Endpoint{Addr: "127.0.0.1:9042"})
+	require.NoError(t, err)
+	resp, next, err := first.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
 	require.NoError(t, err)
 	assert.Equal(t, "first", string(resp))
 	require.NotNil(t, next)
@@ -158,9 +150,8 @@ func TestAuthenticatorAdapter(t *testing.T) {
 	}
 	c, err = configFromGocql(cluster)
 	require.NoError(t, err)
-	assert.Nil(t, c.v1.Authenticator)
-	require.NotNil(t, c.v1.AuthProvider)
-	a, err := c.v1.AuthProvider((&gocqlv1.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 9)))
+	require.NotNil(t, c.Auth)
+	a, err := c.Auth(adapter.Endpoint{Addr: "127.0.0.9:9042"})
 	require.NoError(t, err)
 	resp, _, err = a.Challenge([]byte("org.apache.cassandra.auth.PasswordAuthenticator"))
 	require.NoError(t, err)
@@ -201,7 +192,7 @@ func TestControlConnectionUsesV2DialerAndAuthenticator(t *testing.T) {
 	dialer := &recordingDialer{}
 	cluster.HostDialer = dialer
 	cluster.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "secret"}
-	cc, err := New(cluster, controlconn.Cadence{})
+	cc, err := New(cluster, core.Cadence{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -214,11 +205,11 @@ func TestControlConnectionUsesV2DialerAndAuthenticator(t *testing.T) {
 
 	bad := v2Cluster(sim)
 	bad.Authenticator = gocql.PasswordAuthenticator{Username: "cassandra", Password: "wrong"}
-	cc2, err := New(bad, controlconn.Cadence{})
+	cc2, err := New(bad, core.Cadence{})
 	require.NoError(t, err)
 	defer func() { _ = cc2.Close() }()
 	go func() { _ = cc2.Start(ctx) }()
-	require.Eventually(t, func() bool { return cc2.Status().LastErrClass == controlconn.ClassAuth },
+	require.Eventually(t, func() bool { return cc2.Status().LastErrClass == core.ClassAuth },
 		5*time.Second, 10*time.Millisecond, "status %+v", cc2.Status())
 	assert.ErrorContains(t, cc2.Status().LastErr, "incorrect")
 }

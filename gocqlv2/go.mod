@@ -5,13 +5,13 @@ go 1.26.0
 require (
 	github.com/apache/cassandra-gocql-driver/v2 v2.1.2
 	github.com/cqlcontrol/cqlcontrol v0.1.0
-	github.com/gocql/gocql v1.7.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/datastax/go-cassandra-native-protocol v0.0.0-20240626123646-2abea740da8d // indirect
+	github.com/gocql/gocql v1.7.0 // indirect
 	github.com/golang/snappy v0.0.4 // indirect
 	github.com/hailocab/go-hostpool v0.0.0-20160125115350-e80d13ce29ed // indirect
 	github.com/rogpeppe/go-internal v1.16.0 // indirect

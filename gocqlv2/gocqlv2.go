@@ -1,18 +1,18 @@
 // Package gocqlv2 plugs cqlcontrol's control connection into Apache gocql v2
 // (github.com/apache/cassandra-gocql-driver/v2), as controlconn.New does for gocql v1.7.0. It is a
-// module of its own, so that users of gocql v1 never download v2.
+// module of its own, so that users of gocql v1 never download v2, and it builds on the
+// driver-neutral core (package core) alone, so that a gocql v2 program compiles no package of
+// gocql v1.
 package gocqlv2
 
 import (
-	"crypto/tls"
 	"errors"
-	"slices"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/core"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	gocqlv1 "github.com/gocql/gocql"
 )
 
 // maxProtoVersion is the greatest native protocol version the control connection speaks.
@@ -23,7 +23,7 @@ const maxProtoVersion = 4
 // feed recovery with evidence:
 //
 //	cluster := gocql.NewCluster("10.0.0.1", "10.0.0.2")
-//	cc, err := gocqlv2.New(cluster, controlconn.Cadence{})
+//	cc, err := gocqlv2.New(cluster, core.Cadence{})
 //	if err != nil { ... }
 //	defer cc.Close()
 //	session, err := cluster.CreateSession() // after New: the listener is in cluster now
@@ -37,11 +37,11 @@ const maxProtoVersion = 4
 // address it connected to: the user's HostDialer and AuthProvider get gocql v2's own HostInfo
 // (hostname, host ID) for our dials too, as for its own, once a session has connected there. The listener goes into
 // cluster.Metadata.HostListener, next to any listener already there (a gocql.HostListenersMux
-// calls the user's first). The queue and the options are controlconn.New's: a queue is created
-// (controlconn.WithQueueConfig) and closed by Close.
+// calls the user's first). The queue and the options are core.New's: a queue is created
+// (core.WithQueueConfig) and closed by Close.
 //
-// With controlconn.WithDialGovernor it also governs every dial of the sessions created from
-// cluster afterwards, as controlconn.New does for gocql v1 (see controlconn.Governor): it sets
+// With core.WithDialGovernor it also governs every dial of the sessions created from
+// cluster afterwards, as controlconn.New does for gocql v1 (see core.Governor): it sets
 // cluster.HostDialer to a governed dialer wrapping what was configured, with gocql v2.1.2's own
 // semantics (the HostDialer if set; else the Dialer, or a net.Dialer with ConnectTimeout and
 // SocketKeepalive; with TLS per SslOpts), shares one budget between those dials and the control
@@ -49,34 +49,33 @@ const maxProtoVersion = 4
 // and, if cluster.ReconnectInterval is gocql v2's default (60 s), sets it to
 // 100 ms (after Close, a down host gets one real dial per the
 // interval the user configured), and wraps cluster.Logger, if set, so that a refused dial logs
-// one line (gocql v2's Debug one), not two. controlconn.WithSharedDialGovernor works the same way. A governed dial that connects while the control
+// one line (gocql v2's Debug one), not two. core.WithSharedDialGovernor works the same way. A governed dial that connects while the control
 // connection is down re-arms it at once. Refused dials fail at once with an error wrapping
-// controlconn.ErrGoverned and send nothing.
+// core.ErrGoverned and send nothing.
 //
 // So set these fields before New, and create the sessions from cluster itself after it: the
 // first Start checks that cluster still holds what New installed (the listener in
 // Metadata.HostListener, ConnectObserver and, governed, HostDialer, ConvictionPolicy, Logger,
 // ReconnectInterval) and, for each of them replaced since, logs a warning naming the field and
-// what it costs, kept in Status.ConfigChanged (wrapping controlconn.ErrConfigChanged). A copy of
+// what it costs, kept in Status.ConfigChanged (wrapping core.ErrConfigChanged). A copy of
 // cluster made before New holds none of it, and changes to a copy made after New are not checked.
-func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, error) {
+func New(cluster *gocql.ClusterConfig, cadence core.Cadence, opts ...core.Option) (*core.ControlConnection, error) {
 	if cluster == nil {
 		return nil, errors.New("gocqlv2: nil gocql.ClusterConfig")
 	}
 	hosts := &hostInfos{next: cluster.ConnectObserver}
-	v1, d := translate(cluster, hosts)
-	tc, err := tlsFor(v1)
+	d, err := translate(cluster, hosts)
 	if err != nil {
 		return nil, err
 	}
-	d.TLS = tc                         // controlconn's own dials use it: the files are read once
-	inner := v2HostDialer(cluster, tc) // what the governed dialer wraps, when governed
+	inner := v2HostDialer(cluster, d.TLS) // what the governed dialer wraps, when governed
 	inst := &installed{cluster: cluster, observer: hosts}
 	var gate adapter.Gate
 	d.Install = func(q *hostevents.Queue) { Install(cluster, q); inst.queue = q }
 	d.TakeGate = func(g adapter.Gate) { gate = g }
 	d.Check = inst.check
-	cc, err := controlconn.New(v1, cadence, append(slices.Clip(opts), controlconn.WithDriver(d))...)
+	d.Retain = hosts.Retain // the HostInfos of addresses the cluster no longer has are forgotten
+	cc, err := core.New(d, cadence, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -89,64 +88,54 @@ func New(cluster *gocql.ClusterConfig, cadence controlconn.Cadence, opts ...cont
 	return cc, nil
 }
 
-// tlsFor is the TLS configuration of v1 (translated by translate) by gocql's rules, as
-// controlconn.New derives it for its own dials and gocql v2 for its own: nil without SslOpts
-// or with a HostDialer (which does its own TLS).
-func tlsFor(v1 *gocqlv1.ClusterConfig) (*tls.Config, error) {
-	if v1.HostDialer != nil || v1.SslOpts == nil {
-		return nil, nil
-	}
-	o := v1.SslOpts
-	return adapter.TLSConfig(adapter.TLSOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
-		CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification})
-}
-
-// translate turns the connection settings of a gocql v2 ClusterConfig into the gocql v1
-// ClusterConfig that controlconn.New takes them from (it installs nothing on it:
-// controlconn.WithDriver says so), following gocql v2's own rules. It does not modify cluster. The HostDialer
-// and AuthProvider adapters take gocql v2's own HostInfos from hosts (may be nil).
+// translate turns the connection settings of a gocql v2 ClusterConfig into the adapter.Driver
+// core.New takes them from, following gocql v2's own rules. It does not modify cluster. The
+// host dialer and authenticators take gocql v2's own HostInfos from hosts (may be nil).
 //
 //   - Hosts and Port; AddressTranslator.
 //   - ProtoVersion: 0 negotiates (v4 first); 3 and 4 are used as they are; 5 and above pin v4, the
 //     greatest version the control connection speaks (a v5 server speaks v4 too).
 //   - CQLVersion.
 //   - AuthProvider, else Authenticator (gocql v2 uses AuthProvider when both are set).
-//   - HostDialer; without it, Dialer and SslOpts (gocql v2's TLS rules, the same table as v1's,
-//     which controlconn.New applies) and SocketKeepalive.
+//   - HostDialer; without it, Dialer and SslOpts (gocql v2's TLS rules, the same table as v1's:
+//     adapter.TLSConfig) and SocketKeepalive.
 //   - ConnectTimeout, used when the cadence's ConnectTimeout is zero; WriteTimeout, else Timeout,
-//     bounds one frame write, as gocql v2 does (d.WriteTimeout).
-func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (*gocqlv1.ClusterConfig, adapter.Driver) {
-	v1 := &gocqlv1.ClusterConfig{
-		Hosts:           cluster.Hosts,
-		Port:            cluster.Port,
-		ProtoVersion:    min(cluster.ProtoVersion, maxProtoVersion),
-		CQLVersion:      cluster.CQLVersion,
-		ConnectTimeout:  cluster.ConnectTimeout,
-		SocketKeepalive: cluster.SocketKeepalive,
-		HostDialer:      hostDialer(cluster.HostDialer, hosts),
-	}
-	if cluster.Dialer != nil {
-		v1.Dialer = cluster.Dialer
+//     bounds one frame write, as gocql v2 does.
+func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (adapter.Driver, error) {
+	d := adapter.Driver{
+		Hosts:          append([]string(nil), cluster.Hosts...),
+		Port:           cluster.Port,
+		ProtoVersion:   min(cluster.ProtoVersion, maxProtoVersion),
+		CQLVersion:     cluster.CQLVersion,
+		ConnectTimeout: cluster.ConnectTimeout,
+		Auth:           authFor(cluster, hosts),
 	}
 	if cluster.AddressTranslator != nil {
-		v1.AddressTranslator = cluster.AddressTranslator
+		d.AddressTranslator = cluster.AddressTranslator
 	}
-	switch {
-	case cluster.AuthProvider != nil:
-		v1.AuthProvider = authProvider(cluster.AuthProvider, hosts)
-	case cluster.Authenticator != nil:
-		v1.Authenticator = authenticator{cluster.Authenticator}
+	if cluster.HostDialer != nil {
+		d.DialHost = dialHost(cluster.HostDialer, hosts)
+	} else {
+		if cluster.Dialer != nil {
+			d.Dialer = cluster.Dialer
+		}
+		if cluster.SocketKeepalive > 0 {
+			d.Keepalive = cluster.SocketKeepalive
+		}
+		if o := cluster.SslOpts; o != nil {
+			tc, err := adapter.TLSConfig(adapter.TLSOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
+				CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification})
+			if err != nil {
+				return adapter.Driver{}, err
+			}
+			d.TLS = tc // our own dials use it, and the governed dialer a clone: the files are read once
+		}
 	}
-	if o := cluster.SslOpts; o != nil {
-		v1.SslOpts = &gocqlv1.SslOptions{Config: o.Config, CertPath: o.CertPath, KeyPath: o.KeyPath,
-			CaPath: o.CaPath, EnableHostVerification: o.EnableHostVerification}
-	}
-	var d adapter.Driver
 	switch {
 	case cluster.WriteTimeout > 0:
 		d.WriteTimeout = cluster.WriteTimeout
 	case cluster.Timeout > 0:
 		d.WriteTimeout = cluster.Timeout
 	}
-	return v1, d
+	return d, nil
 }

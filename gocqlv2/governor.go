@@ -1,16 +1,12 @@
 package gocqlv2
 
 import (
-	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"net/netip"
 	"strings"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
@@ -22,13 +18,13 @@ const v2DefaultReconnectInterval = 60 * time.Second
 // default reconnect tick becomes 100 ms (adapter.GovernedReconnectInterval), as controlconn.New does
 // for gocql v1.
 func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostDialer) {
-	cluster.HostDialer = &governedDialer{gate: gate, inner: inner}
+	cluster.HostDialer = &adapter.GovernedDialer[*gocql.HostInfo, *gocql.DialedHost]{Gate: gate, Inner: inner}
 	gate.SetReconnectInterval(cluster.ReconnectInterval)
 	conviction := cluster.ConvictionPolicy
 	if conviction == nil {
 		conviction = &gocql.SimpleConvictionPolicy{}
 	}
-	cluster.ConvictionPolicy = &governedConviction{inner: conviction}
+	cluster.ConvictionPolicy = &adapter.GovernedConviction[*gocql.HostInfo]{Inner: conviction}
 	if cluster.Logger != nil {
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}
@@ -50,79 +46,16 @@ func v2HostDialer(cluster *gocql.ClusterConfig, tc *tls.Config) gocql.HostDialer
 	if cluster.HostDialer != nil {
 		return cluster.HostDialer
 	}
-	d := cluster.Dialer
-	if d == nil {
+	var d adapter.Dialer = cluster.Dialer
+	if cluster.Dialer == nil {
 		d = adapter.NetDialer(cluster.ConnectTimeout, cluster.SocketKeepalive)
 	}
-	p := &plainDialer{dialer: d}
+	p := &adapter.PlainDialer[*gocql.HostInfo, *gocql.DialedHost]{Dialer: d, Wrap: gocql.WrapTLS}
 	if tc != nil {
-		p.tlsConfig = tc.Clone()
+		p.TLS = tc.Clone()
 	}
 	return p
 }
-
-// plainDialer dials as gocql v2.1.2's default host dialer does: the connect address and port,
-// then TLS (gocql.WrapTLS) with the server name taken from the host name and port.
-type plainDialer struct {
-	dialer    gocql.Dialer
-	tlsConfig *tls.Config
-}
-
-// DialHost implements gocql.HostDialer.
-func (p *plainDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
-	ip, port := host.ConnectAddress(), host.Port()
-	if ip == nil || ip.IsUnspecified() {
-		return nil, fmt.Errorf("host missing connect ip address: %v", ip)
-	} else if port == 0 {
-		return nil, fmt.Errorf("host missing port: %v", port)
-	}
-	conn, err := p.dialer.DialContext(ctx, "tcp", host.ConnectAddressAndPort())
-	if err != nil {
-		return nil, err
-	}
-	return gocql.WrapTLS(ctx, conn, host.HostnameAndPort(), p.tlsConfig)
-}
-
-// governedDialer is the gocql v2 HostDialer New installs with controlconn.WithDialGovernor:
-// every dial of the sessions created from the config, control connection and pools, asks the
-// governor first (see controlconn.Governor). A refused dial fails at once with an error
-// wrapping controlconn.ErrGoverned and sends nothing.
-type governedDialer struct {
-	gate  adapter.Gate
-	inner gocql.HostDialer
-}
-
-// DialHost implements gocql.HostDialer.
-func (d *governedDialer) DialHost(ctx context.Context, host *gocql.HostInfo) (*gocql.DialedHost, error) {
-	addr, ok := hostAddrPort(host)
-	if !ok {
-		return d.inner.DialHost(ctx, host) // the inner dialer reports a bad address its own way
-	}
-	first, err := d.gate.Admit(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	dh, err := d.inner.DialHost(ctx, host)
-	d.gate.Done(ctx, addr, first, err)
-	return dh, err
-}
-
-// governedConviction is the gocql v2 ConvictionPolicy New installs with the governor, around
-// the one configured: a refused dial sent nothing and says nothing about the host, so it never
-// convicts (gocql would mark the host down and tell every listener, on every refused fill);
-// every other failure is the configured policy's to judge. No lock, no allocation.
-type governedConviction struct{ inner gocql.ConvictionPolicy }
-
-// AddFailure implements gocql.ConvictionPolicy.
-func (c governedConviction) AddFailure(err error, host *gocql.HostInfo) bool {
-	if errors.Is(err, controlconn.ErrGoverned) {
-		return false
-	}
-	return c.inner.AddFailure(err, host)
-}
-
-// Reset implements gocql.ConvictionPolicy.
-func (c governedConviction) Reset(host *gocql.HostInfo) { c.inner.Reset(host) }
 
 // refusalLogger is the user's gocql v2 logger, which governV2 wraps so that a refused dial logs
 // once, not twice. gocql v2.1.2's pool fill logs a failed dial twice: "Pool unable to establish a
@@ -146,14 +79,9 @@ func (l refusalLogger) Warning(msg string, fields ...gocql.LogField) {
 // refusedField reports whether the err field of a log line is a refused dial's error.
 func refusedField(fields []gocql.LogField) bool {
 	for _, f := range fields {
-		if f.Name == "err" && strings.Contains(f.Value.String(), controlconn.ErrGoverned.Error()) {
+		if f.Name == "err" && strings.Contains(f.Value.String(), adapter.ErrGoverned.Error()) {
 			return true
 		}
 	}
 	return false
-}
-
-// hostAddrPort is the address gocql v2 dials for host (adapter.AddrPort), without allocating.
-func hostAddrPort(host *gocql.HostInfo) (netip.AddrPort, bool) {
-	return adapter.AddrPort(host.ConnectAddress(), host.Port())
 }

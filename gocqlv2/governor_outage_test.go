@@ -1,7 +1,7 @@
 package gocqlv2
 
 // The dial governor for gocql v2 on real sockets: a v2 session with our ControlConnection
-// governed (New with controlconn.WithDialGovernor), beside a v2 session alone, through one full
+// governed (New with core.WithDialGovernor), beside a v2 session alone, through one full
 // outage of a 3-node simulated cluster. Every dial of each process is counted at its Dialer,
 // the governor's inner dialer: what reaches the network.
 //
@@ -16,12 +16,13 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 )
 
 const (
@@ -100,8 +101,8 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	cluster.Dialer = governed
 	require.Equal(t, 60*time.Second, cluster.ReconnectInterval)
 	rec := &recoveries{}
-	cc, err := New(cluster, controlconn.Cadence{StableAfter: restartStableAfter},
-		controlconn.WithDialGovernor(controlconn.Governor{}), controlconn.WithReconnectObserver(rec))
+	cc, err := New(cluster, core.Cadence{StableAfter: restartStableAfter},
+		core.WithDialGovernor(core.Governor{}), core.WithReconnectObserver(rec))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 	require.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval)

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 )
 
 // v2DownCounter counts the HostDown calls gocql v2 makes on its policy, by host IP.
@@ -50,7 +51,7 @@ func TestGovernedV2SessionDuringOutages(t *testing.T) {
 		cluster := simCluster(sim)
 		rec := &v2DownCounter{HostSelectionPolicy: gocql.RoundRobinHostPolicy(), downs: map[string]int{}}
 		cluster.PoolConfig.HostSelectionPolicy = rec
-		cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+		cc, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 		require.NoError(t, err)
 		session, err := cluster.CreateSession()
 		require.NoError(t, err)

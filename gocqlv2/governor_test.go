@@ -22,11 +22,12 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 )
 
 // fakeGate is a adapter.Gate that refuses when told to and records what it was asked.
@@ -54,7 +55,7 @@ func (f *fakeGate) Admit(_ context.Context, addr netip.AddrPort) (bool, error) {
 	f.admits++
 	f.lastAddr = addr
 	if f.refuse {
-		return false, controlconn.ErrGoverned
+		return false, core.ErrGoverned
 	}
 	return f.first, nil
 }
@@ -96,7 +97,7 @@ func TestGovernedV2DialerAsksTheGate(t *testing.T) {
 	gate := &fakeGate{}
 	refused := errors.New("connection refused")
 	inner := &countingV2Dialer{err: refused}
-	d := &governedDialer{gate: gate, inner: inner}
+	d := &governedDialer{Gate: gate, Inner: inner}
 	h := v2Host(t, "127.0.0.7:9042")
 
 	_, err := d.DialHost(context.Background(), h)
@@ -108,7 +109,7 @@ func TestGovernedV2DialerAsksTheGate(t *testing.T) {
 
 	gate.refuse = true
 	_, err = d.DialHost(context.Background(), h)
-	assert.ErrorIs(t, err, controlconn.ErrGoverned)
+	assert.ErrorIs(t, err, core.ErrGoverned)
 	assert.EqualValues(t, 1, inner.calls.Load(), "a refused dial sends nothing")
 	assert.Equal(t, 1, gate.dones, "no Done for a refused dial")
 
@@ -144,18 +145,18 @@ func TestV2HostDialerSemantics(t *testing.T) {
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.ConnectTimeout = 3 * time.Second
 	cluster.SocketKeepalive = 7 * time.Second
-	p := v2HostDialer(cluster, nil).(*plainDialer)
-	assert.Equal(t, &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 7 * time.Second}, p.dialer)
-	assert.Nil(t, p.tlsConfig)
+	p := v2HostDialer(cluster, nil).(*plainV2)
+	assert.Equal(t, &net.Dialer{Timeout: 3 * time.Second, KeepAlive: 7 * time.Second}, p.Dialer)
+	assert.Nil(t, p.TLS)
 
 	var nd net.Dialer
 	cluster.Dialer = &nd
 	tc := &tls.Config{ServerName: "node"}
-	p = v2HostDialer(cluster, tc).(*plainDialer)
-	assert.Same(t, &nd, p.dialer)
-	require.NotNil(t, p.tlsConfig)
-	assert.NotSame(t, tc, p.tlsConfig, "a clone: the control connection's is not shared")
-	assert.Equal(t, "node", p.tlsConfig.ServerName)
+	p = v2HostDialer(cluster, tc).(*plainV2)
+	assert.Same(t, &nd, p.Dialer)
+	require.NotNil(t, p.TLS)
+	assert.NotSame(t, tc, p.TLS, "a clone: the control connection's is not shared")
+	assert.Equal(t, "node", p.TLS.ServerName)
 }
 
 // tlsServer is a TLS listener on 127.0.0.1 (httptest's certificate, valid for that address) and
@@ -182,7 +183,7 @@ func TestGovernedV2DialerHonoursTLS(t *testing.T) {
 		cluster := gocql.NewCluster(addr.Addr().String())
 		cluster.Port = int(addr.Port())
 		cluster.SslOpts = ssl
-		cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+		cc, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 		require.IsType(t, &governedDialer{}, cluster.HostDialer)
@@ -215,37 +216,37 @@ func TestNewWithDialGovernorV2(t *testing.T) {
 	user := &recordingDialer{}
 	cluster := gocql.NewCluster("127.0.0.1")
 	cluster.HostDialer = user
-	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	gd, ok := cluster.HostDialer.(*governedDialer)
 	require.True(t, ok, "gocql v2's dials go through the governor")
-	assert.Same(t, user, gd.inner, "around the user's HostDialer")
+	assert.Same(t, user, gd.Inner, "around the user's HostDialer")
 	assert.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval, "v2's default 60 s tick becomes 100 ms")
 
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.ReconnectInterval = 5 * time.Second
-	cc2, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc2, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
-	assert.IsType(t, &plainDialer{}, cluster.HostDialer.(*governedDialer).inner)
+	assert.IsType(t, &plainV2{}, cluster.HostDialer.(*governedDialer).Inner)
 	assert.Equal(t, 5*time.Second, cluster.ReconnectInterval, "a tick the user chose is kept")
 
 	cluster = gocql.NewCluster("127.0.0.1")
-	_, err = New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Jitter: 2}))
-	assert.ErrorIs(t, err, controlconn.ErrInvalidConfig)
+	_, err = New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{Jitter: 2}))
+	assert.ErrorIs(t, err, core.ErrInvalidConfig)
 	assert.Nil(t, cluster.HostDialer, "a rejected config is left alone")
 	assert.Nil(t, cluster.Metadata.HostListener.HostStateChangeListener)
 
-	// On by default, as controlconn.New.
-	cd, err := New(cluster, controlconn.Cadence{})
+	// On by default, as core.New.
+	cd, err := New(cluster, core.Cadence{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cd.Close()) }()
 	assert.IsType(t, &governedDialer{}, cluster.HostDialer, "governed by default")
 	assert.Equal(t, 100*time.Millisecond, cluster.ReconnectInterval)
 
 	cluster = gocql.NewCluster("127.0.0.1")
-	cc3, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Off: true}))
+	cc3, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{Off: true}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc3.Close()) }()
 	assert.Nil(t, cluster.HostDialer, "no governor: the dialer is untouched")
@@ -261,7 +262,7 @@ func TestGovernedV2SessionDialsThroughTheUsersHostDialer(t *testing.T) {
 	cluster := v2Cluster(sim)
 	user := &recordingDialer{}
 	cluster.HostDialer = user
-	cc := attach(t, cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc := attach(t, cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 	ours, err := cc.WaitConnected(context.Background())
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
@@ -295,11 +296,11 @@ func TestGovernedV2DialUpHostAllocatesNothing(t *testing.T) {
 // (a shared result: the inner dialer allocates nothing either).
 func hotPathDialer(t testing.TB) *governedDialer {
 	cluster := gocql.NewCluster("127.0.0.1")
-	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 	d := cluster.HostDialer.(*governedDialer)
-	d.inner = instantDialer{}
+	d.Inner = instantDialer{}
 	return d
 }
 
@@ -341,11 +342,11 @@ func TestGovernedV2RefusalDoesNotConvict(t *testing.T) {
 	user := &countingConviction{}
 	cluster := gocql.NewCluster("127.0.0.1")
 	cluster.ConvictionPolicy = user
-	cc, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	h := v2Host(t, "127.0.0.7:9042")
-	refusal := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("%w (host_backoff)", controlconn.ErrGoverned)}
+	refusal := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("%w (host_backoff)", core.ErrGoverned)}
 	assert.False(t, cluster.ConvictionPolicy.AddFailure(refusal, h), "a refusal does not convict")
 	assert.Zero(t, user.failures, "nor reaches the user's policy")
 	assert.True(t, cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h))
@@ -355,7 +356,7 @@ func TestGovernedV2RefusalDoesNotConvict(t *testing.T) {
 
 	cluster = gocql.NewCluster("127.0.0.1")
 	cluster.ConvictionPolicy = nil
-	cc2, err := New(cluster, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc2, err := New(cluster, core.Cadence{}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.True(t, cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h), "none configured: gocql's simple policy")
@@ -369,7 +370,7 @@ func TestGovernedV2ReportsSetups(t *testing.T) {
 	cluster := gocql.NewCluster("127.0.0.1")
 	user := &countingObserver{}
 	cluster.ConnectObserver = user
-	cc, err := New(cluster, controlconn.Cadence{})
+	cc, err := New(cluster, core.Cadence{})
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc.Close()) }()
 	hi, ok := cluster.ConnectObserver.(*hostInfos)
@@ -389,7 +390,7 @@ func TestGovernedV2ReportsSetups(t *testing.T) {
 	assert.Equal(t, netip.MustParseAddrPort("127.0.0.1:9042"), f.lastAddr)
 
 	off := gocql.NewCluster("127.0.0.1")
-	cc2, err := New(off, controlconn.Cadence{}, controlconn.WithDialGovernor(controlconn.Governor{Off: true}))
+	cc2, err := New(off, core.Cadence{}, core.WithDialGovernor(core.Governor{Off: true}))
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.Nil(t, off.ConnectObserver.(*hostInfos).gate)
@@ -399,3 +400,9 @@ func TestGovernedV2ReportsSetups(t *testing.T) {
 type countingObserver struct{ n int }
 
 func (c *countingObserver) ObserveConnect(gocql.ObservedConnect) { c.n++ }
+
+// The governed dialer and the plain one New installs: the adapter's, with gocql v2's types.
+type (
+	governedDialer = adapter.GovernedDialer[*gocql.HostInfo, *gocql.DialedHost]
+	plainV2        = adapter.PlainDialer[*gocql.HostInfo, *gocql.DialedHost]
+)

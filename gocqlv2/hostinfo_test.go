@@ -16,12 +16,13 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
-	gocqlv1 "github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 )
 
 // recordingHosts is a v2 HostDialer (dialling plain TCP) and AuthProvider that records the
@@ -78,7 +79,7 @@ func TestV2HostDialerAndAuthProviderGetV2sHostInfo(t *testing.T) {
 	var observed sync.Map // *gocql.HostInfo -> true: what the user's observer saw
 	cluster.ConnectObserver = observerFunc(func(o gocql.ObservedConnect) { observed.Store(o.Host, true) })
 
-	cc, err := New(cluster, controlconn.Cadence{})
+	cc, err := New(cluster, core.Cadence{})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 	session, err := cluster.CreateSession()
@@ -114,12 +115,12 @@ func (f observerFunc) ObserveConnect(o gocql.ObservedConnect) { f(o) }
 // Without gocql v2's own HostInfo for the address (no session has connected there), the one built
 // carries the address as hostname, the port, and the host ID we know.
 func TestHostInfoWithoutV2sCarriesTheHostID(t *testing.T) {
-	h1 := (&gocqlv1.HostInfo{}).SetConnectAddress(net.IPv4(127, 0, 0, 7))
-	h1.SetHostID("5d9e3c1a-0000-4000-8000-000000000007")
+	ep := adapter.Endpoint{Addr: "127.0.0.7:9042", HostID: "5d9e3c1a-0000-4000-8000-000000000007"}
 	for _, hosts := range []*hostInfos{nil, {}} {
-		h, err := hosts.hostInfo(h1)
+		h, err := hosts.hostInfo(ep)
 		require.NoError(t, err)
 		assert.Equal(t, "127.0.0.7", h.ConnectAddress().String())
 		assert.Equal(t, "5d9e3c1a-0000-4000-8000-000000000007", h.HostID())
+		assert.Equal(t, 9042, h.Port())
 	}
 }

@@ -2,6 +2,7 @@ package gocqlv2
 
 import (
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
+
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 )
 

@@ -15,11 +15,12 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/hostevents"
 )
 
 // userListener is an application's own listener; it records the order of calls in log.
@@ -115,10 +116,10 @@ func TestInstallComposesWithTheUsersListener(t *testing.T) {
 
 func TestNewLeavesTheConfigAloneOnError(t *testing.T) {
 	cluster := gocql.NewCluster()
-	_, err := New(cluster, controlconn.Cadence{})
+	_, err := New(cluster, core.Cadence{})
 	require.Error(t, err)
 	assert.Nil(t, cluster.Metadata.HostListener.HostStateChangeListener)
-	_, err = New(gocql.NewCluster("127.0.0.1"), controlconn.Cadence{DelayCap: -time.Second})
+	_, err = New(gocql.NewCluster("127.0.0.1"), core.Cadence{DelayCap: -time.Second})
 	require.Error(t, err)
 }
 
@@ -132,7 +133,7 @@ func TestSessionFeedsTheQueue(t *testing.T) {
 	user := &userListener{}
 	cluster.Metadata.HostListener.HostStateChangeListener = user
 	rec := &queueEvents{}
-	attach(t, cluster, controlconn.Cadence{}, controlconn.WithQueueConfig(hostevents.QueueConfig{Observer: rec}))
+	attach(t, cluster, core.Cadence{}, core.WithQueueConfig(hostevents.QueueConfig{Observer: rec}))
 
 	n := sim.Node(1)
 	n.Stop()
@@ -150,14 +151,14 @@ func TestSessionFeedsTheQueue(t *testing.T) {
 	assert.Contains(t, user.calls(), "up "+ip)
 }
 
-// controlconn.New warns when no session was created after it, counting the sessions through the
+// core.New warns when no session was created after it, counting the sessions through the
 // v1 policy wrapper; a v2 session never goes through it, so the warning must not be given here.
 // Checked to fail with the warning applied to every driver adapter (as first merged).
 func TestNoSessionOrderWarningForV2(t *testing.T) {
 	sim := startCluster(t, cqlsim.Config{Nodes: 1, BaseIP: "127.0.43.11"})
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	attach(t, v2Cluster(sim), controlconn.Cadence{}, controlconn.WithLogger(logger))
+	attach(t, v2Cluster(sim), core.Cadence{}, core.WithLogger(logger))
 	// Start returns when the connection is adopted; the worker goroutine then gives the warning,
 	// if any, and logs "control connection up" after it: wait for that line, then look.
 	require.Eventually(t, func() bool { return strings.Contains(buf.String(), "control connection up") },

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/leakcheck"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Every test closes its control connections, sessions and simulated clusters.
@@ -31,7 +32,7 @@ func startCluster(t *testing.T, cfg cqlsim.Config) *cqlsim.Cluster {
 // attach builds a control connection for cluster with New, creates a gocql v2 session after it (so
 // that the session feeds it) and starts the control connection. Both are closed when the test
 // ends, the session first.
-func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) *controlconn.ControlConnection {
+func attach(t *testing.T, cluster *gocql.ClusterConfig, cad core.Cadence, opts ...core.Option) *core.ControlConnection {
 	t.Helper()
 	cc, _ := attachSession(t, cluster, cad, opts...)
 	return cc
@@ -41,9 +42,9 @@ func attach(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence,
 // configure it: these tests hold the ungoverned contracts they were written for (governed, ours
 // waits for the budget's next real dial, 1.2 s ±10 %, so a 1-3 s restart came back in 1.57 s in
 // CI, above restartBackWithin); the governed v2 client has its own tests (governor_*_test.go).
-func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad controlconn.Cadence, opts ...controlconn.Option) (*controlconn.ControlConnection, *gocql.Session) {
+func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad core.Cadence, opts ...core.Option) (*core.ControlConnection, *gocql.Session) {
 	t.Helper()
-	opts = append([]controlconn.Option{controlconn.WithDialGovernor(controlconn.Governor{Off: true})}, opts...)
+	opts = append([]core.Option{core.WithDialGovernor(core.Governor{Off: true})}, opts...)
 	cc, err := New(cluster, cad, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })

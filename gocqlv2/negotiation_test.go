@@ -1,6 +1,6 @@
 package gocqlv2
 
-// Sessions of both gocql lines against the simulator's 3.11 and 4.1 releases, with their default
+// Sessions of gocql v2 (gocql v1's rows: cqlsim's TestGocqlV1SessionsNegotiate) against the simulator's 3.11 and 4.1 releases, with their default
 // protocol settings and with each version pinned. Before cqlsim refused v5 on 3.11 as Cassandra
 // does (the beta refusal on stream 0), gocql v2.1.2 with its defaults could not create a session
 // on 3.11: "unable to discover protocol version: Invalid or unsupported protocol version (5); the
@@ -11,19 +11,17 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"io"
-	"log"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
-	gocqlv1 "github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 )
 
 const (
@@ -38,15 +36,6 @@ func v2Cluster(sim *cqlsim.Cluster) *gocql.ClusterConfig {
 	cluster.Port = sim.Port()
 	cluster.ConnectTimeout = 2 * time.Second
 	cluster.Timeout = 2 * time.Second
-	return cluster
-}
-
-func v1Cluster(sim *cqlsim.Cluster) *gocqlv1.ClusterConfig {
-	cluster := gocqlv1.NewCluster(sim.ContactPoints()...)
-	cluster.Port = sim.Port()
-	cluster.ConnectTimeout = 2 * time.Second
-	cluster.Timeout = 2 * time.Second
-	cluster.Logger = log.New(io.Discard, "", 0)
 	return cluster
 }
 
@@ -161,16 +150,6 @@ func TestSessionsNegotiate(t *testing.T) {
 				if proto == 0 && release == release41 {
 					assert.Equal(t, byte(5), tap.firstAnswers()[0].version, "v5 accepted at once")
 				}
-			})
-		}
-		for _, proto := range []int{0, 3, 4} {
-			t.Run(fmt.Sprintf("v1_%s_proto%d", release, proto), func(t *testing.T) {
-				cluster := v1Cluster(sim)
-				cluster.ProtoVersion = proto
-				session, err := cluster.CreateSession()
-				require.NoError(t, err)
-				defer bounded.Run(t, "gocql Session.Close", bounded.CloseWithin, session.Close)
-				assert.Equal(t, release, releaseOf(t, session.Query("SELECT release_version FROM system.local").Scan))
 			})
 		}
 	}

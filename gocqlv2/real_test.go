@@ -9,10 +9,11 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
 // startupSniffer is a gocql v2 Dialer that records the protocol version of every STARTUP
@@ -72,7 +73,7 @@ func TestRealV2FullRestart(t *testing.T) {
 	cluster := gocql.NewCluster(c.Hosts()...)
 	cluster.Port = c.Port()
 	cluster.Dialer = sniff
-	cc, err := New(cluster, controlconn.Cadence{StableAfter: 500 * time.Millisecond}, controlconn.WithDialGovernor(controlconn.Governor{}))
+	cc, err := New(cluster, core.Cadence{StableAfter: 500 * time.Millisecond}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	session, err := cluster.CreateSession()
@@ -138,7 +139,7 @@ func TestRealV2FullRestart(t *testing.T) {
 }
 
 // realHostIDs waits for cc's snapshot to hold n hosts and returns their host IDs by address.
-func realHostIDs(t *testing.T, cc *controlconn.ControlConnection, n int) map[string]string {
+func realHostIDs(t *testing.T, cc *core.ControlConnection, n int) map[string]string {
 	t.Helper()
 	ids := map[string]string{}
 	require.Eventually(t, func() bool {
@@ -188,7 +189,7 @@ func realDataPathBack(ips []string, served func(ip string) bool, within, after t
 // discoveryBound), so the first node back may wait its turn, up to n intervals, plus 700 ms for
 // the handshake, our attempt after the evidence and a loaded 2-core machine.
 func realDiscoveryBound(n int, outage time.Duration) time.Duration {
-	g := controlconn.Governor{}.WithDefaults(0)
+	g := core.Governor{}.WithDefaults(0)
 	interval := min(max(time.Duration(float64(outage)*g.OutageShare), g.MinInterval), g.MaxInterval)
 	return time.Duration(float64(n)*float64(interval)*(1+g.Jitter)) + 700*time.Millisecond
 }

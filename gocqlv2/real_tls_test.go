@@ -9,11 +9,12 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/metadata"
-	"github.com/cqlcontrol/cqlcontrol/realcluster"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/metadata"
+	"github.com/cqlcontrol/cqlcontrol/realcluster"
 )
 
 // v2TLSBaseIP: the v2 TLS cluster's nodes (127.0.0.136-138), apart from the v1 TLS cluster's.
@@ -23,7 +24,7 @@ const v2TLSBaseIP = "127.0.0.136"
 type v2Process struct {
 	name     string
 	governed bool
-	cc       *controlconn.ControlConnection
+	cc       *core.ControlConnection
 	session  *gocql.Session
 	dials    *startupSniffer // under TLS only its dial count means anything
 	ids      map[string]string
@@ -41,8 +42,8 @@ func startV2TLSProcess(t *testing.T, c *realcluster.Cluster, client realcluster.
 	cluster.Dialer = pr.dials
 	// Mutual TLS, host name verification on: each node's IP must be an IP SAN of its certificate.
 	cluster.SslOpts = &gocql.SslOptions{CaPath: c.TLS().PKI.CAFile, CertPath: client.CertFile, KeyPath: client.KeyFile, EnableHostVerification: true}
-	cad := controlconn.Cadence{StableAfter: 500 * time.Millisecond}
-	gov := controlconn.Governor{}
+	cad := core.Cadence{StableAfter: 500 * time.Millisecond}
+	gov := core.Governor{}
 	if governed {
 		pr.name += " governed"
 	} else {
@@ -50,7 +51,7 @@ func startV2TLSProcess(t *testing.T, c *realcluster.Cluster, client realcluster.
 		cad.DelayCap = v2UngovernedDelayCap
 	}
 	var err error
-	pr.cc, err = New(cluster, cad, controlconn.WithDialGovernor(gov))
+	pr.cc, err = New(cluster, cad, core.WithDialGovernor(gov))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, pr.cc.Close()) })
 	pr.session, err = cluster.CreateSession()

@@ -18,11 +18,12 @@ import (
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/bounded"
 )
 
 // recordingLogger is a gocql v2 StructuredLogger that keeps every line.
@@ -62,7 +63,7 @@ func (g *afterGate) SetReconnectInterval(time.Duration) {}
 func (g *afterGate) Admit(_ context.Context, addr netip.AddrPort) (bool, error) {
 	if g.admits.Add(1) > g.n.Load() {
 		return false, &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(addr),
-			Err: fmt.Errorf("%w (test)", controlconn.ErrGoverned)}
+			Err: fmt.Errorf("%w (test)", core.ErrGoverned)}
 	}
 	return false, nil
 }
@@ -98,7 +99,7 @@ func TestRefusedDialLogsOnceWithV2Logger(t *testing.T) {
 	require.Positive(t, refused, "a dial was refused")
 	var lines []string
 	for _, l := range log.snapshot() {
-		if strings.Contains(l, controlconn.ErrGoverned.Error()) {
+		if strings.Contains(l, core.ErrGoverned.Error()) {
 			lines = append(lines, l)
 		}
 	}
@@ -110,6 +111,6 @@ func TestRefusedDialLogsOnceWithV2Logger(t *testing.T) {
 	// Any other failed fill still warns.
 	other := &recordingLogger{}
 	refusalLogger{other}.Warning(fillFailed, gocql.NewLogFieldError("err", errors.New("connection reset")))
-	refusalLogger{other}.Warning("Node is DOWN.", gocql.NewLogFieldError("err", controlconn.ErrGoverned))
+	refusalLogger{other}.Warning("Node is DOWN.", gocql.NewLogFieldError("err", core.ErrGoverned))
 	assert.Len(t, other.snapshot(), 2)
 }

@@ -22,11 +22,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
-	"github.com/cqlcontrol/cqlcontrol/cqlsim"
-	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
+	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
 const (
@@ -59,7 +60,7 @@ type dialObserver struct {
 	r *recoveries
 }
 
-func (d dialObserver) DialStarted(controlconn.Endpoint) {
+func (d dialObserver) DialStarted(core.Endpoint) {
 	d.r.mu.Lock()
 	d.r.dials = append(d.r.dials, time.Now())
 	d.r.mu.Unlock()
@@ -114,7 +115,7 @@ func firstUp(t *testing.T, sim *cqlsim.Cluster, since time.Time) time.Time {
 }
 
 // stable waits until cc has been connected for d on its current connection.
-func stable(t *testing.T, cc *controlconn.ControlConnection, d time.Duration) {
+func stable(t *testing.T, cc *core.ControlConnection, d time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		st := cc.Status()
@@ -151,8 +152,8 @@ func v2Restarts(t *testing.T, n int, withLongOutage bool) {
 	// gocql reconnects pools of down hosts on this tick; its HostUp is the evidence we re-arm on.
 	cluster.ReconnectInterval = time.Second
 	rec := &recoveries{}
-	cc := attach(t, cluster, controlconn.Cadence{StableAfter: restartStableAfter},
-		controlconn.WithReconnectObserver(rec), controlconn.WithObserver(controlconn.Observer{DialStarted: dialObserver{r: rec}.DialStarted}))
+	cc := attach(t, cluster, core.Cadence{StableAfter: restartStableAfter},
+		core.WithReconnectObserver(rec), core.WithObserver(core.Observer{DialStarted: dialObserver{r: rec}.DialStarted}))
 
 	var back []time.Duration
 	rearmed := 0

@@ -19,12 +19,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/core"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // v2Watch is how long TestOursDeliversTopologyWhileV2ControlConnectionIsStuck watches whether
@@ -145,7 +146,7 @@ func TestOursDeliversTopologyWhileV2ControlConnectionIsStuck(t *testing.T) {
 	dialer := newStuckControlDialer()
 	cluster := v2Cluster(sim)
 	cluster.Dialer = dialer
-	cc, session := attachSession(t, cluster, controlconn.Cadence{})
+	cc, session := attachSession(t, cluster, core.Cadence{})
 	// Registered after attach's, so it runs first: the held dial ends before Session.Close.
 	t.Cleanup(dialer.unhold)
 

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/core"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
@@ -65,7 +65,7 @@ type Options struct {
 }
 
 // Collectors holds the control connection's metrics. It implements reconnect.Observer and
-// hostevents.QueueObserver, and Observer makes its controlconn.Observer; all methods are safe
+// hostevents.QueueObserver, and Observer makes its core.Observer; all methods are safe
 // for concurrent use and never block. One Collectors observes one control connection: its
 // state gauge and its initial-connection detection assume a single reconnect.Recovery (use
 // Subsystem or ConstLabels to tell several apart).
@@ -93,7 +93,7 @@ type Collectors struct {
 	eventsCoalesced prometheus.Counter
 	eventsDropped   prometheus.Counter
 
-	// Connection (controlconn.Observer).
+	// Connection (core.Observer).
 	dialsStarted     prometheus.Counter
 	dials            *prometheus.CounterVec   // outcome
 	dialDuration     *prometheus.HistogramVec // outcome
@@ -107,14 +107,14 @@ type Collectors struct {
 	metadataChanges  prometheus.Counter
 	serverEvents     *prometheus.CounterVec // kind, change
 
-	// Bad data left out (controlconn.Observer.PeersSkipped, ReplyDropped).
+	// Bad data left out (core.Observer.PeersSkipped, ReplyDropped).
 	peersSkipped   prometheus.Counter
 	repliesDropped prometheus.Counter
 
-	// gocql's data path (controlconn.Observer.DataPathLag).
+	// gocql's data path (core.Observer.DataPathLag).
 	dataPathLag prometheus.Histogram
 
-	// The dial governor (controlconn.Observer.GovernorDecided, GovernorInterval).
+	// The dial governor (core.Observer.GovernorDecided, GovernorInterval).
 	governorDials    *prometheus.CounterVec        // verdict
 	governorVerdicts map[string]prometheus.Counter // governorDials by verdict, resolved once: read-only
 	governorEvidence prometheus.Counter
@@ -164,9 +164,9 @@ var (
 	states       = []reconnect.State{reconnect.StateIdle, reconnect.StateAttempting, reconnect.StateScheduled, reconnect.StateConnected, reconnect.StateClosed}
 	kinds        = []hostevents.Kind{hostevents.KindUp, hostevents.KindDown, hostevents.KindAdded, hostevents.KindRemoved}
 	sources      = []hostevents.Source{hostevents.SourceGocql, hostevents.SourceControl}
-	dialOutcomes = []string{dialSuccess, dialLostRace, controlconn.ClassRetryable.String(), controlconn.ClassAuth.String(), controlconn.ClassProtocol.String(), controlconn.ClassTLS.String(), controlconn.ClassClosed.String()}
+	dialOutcomes = []string{dialSuccess, dialLostRace, core.ClassRetryable.String(), core.ClassAuth.String(), core.ClassProtocol.String(), core.ClassTLS.String(), core.ClassClosed.String()}
 	verdicts     = []string{"pass", "host_slot", "budget", "session_first", "host_backoff", "no_budget", "setup_limit", "slow_down"}
-	lostClasses  = []controlconn.ErrorClass{controlconn.ClassNone, controlconn.ClassRetryable, controlconn.ClassAuth, controlconn.ClassProtocol, controlconn.ClassTLS, controlconn.ClassClosed}
+	lostClasses  = []core.ErrorClass{core.ClassNone, core.ClassRetryable, core.ClassAuth, core.ClassProtocol, core.ClassTLS, core.ClassClosed}
 )
 
 // Trigger label values of attempts_started_total.
@@ -317,7 +317,7 @@ func (c *Collectors) Gatherer() prometheus.Gatherer { return c.gatherer }
 func (c *Collectors) Handler() http.Handler { return c.handler }
 
 // SetDelayCap records the configured delay cap (reconnect.Config.DelayCap, or
-// controlconn.Cadence.DelayCap) for delay_cap_seconds. It starts at reconnect.DefaultDelayCap,
+// core.Cadence.DelayCap) for delay_cap_seconds. It starts at reconnect.DefaultDelayCap,
 // the cap of a zero configuration, and every capped delay sets it too.
 func (c *Collectors) SetDelayCap(d time.Duration) { c.delayCap.Set(d.Seconds()) }
 

@@ -7,18 +7,18 @@ import (
 
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
+	"github.com/cqlcontrol/cqlcontrol/core"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
-// This file is the controlconn.Observer (Collectors.Observer): dials report from attempt
+// This file is the core.Observer (Collectors.Observer): dials report from attempt
 // goroutines, heartbeats from the connection's heartbeat goroutine, the governor's decisions
 // from the dialling goroutines, the rest from the ControlConnection's goroutine.
 
-// Observer returns c as a controlconn.Observer, every function set (ControlConnOptions passes
-// it to controlconn.WithObserver).
-func (c *Collectors) Observer() controlconn.Observer {
-	return controlconn.Observer{
+// Observer returns c as a core.Observer, every function set (ControlConnOptions passes
+// it to core.WithObserver).
+func (c *Collectors) Observer() core.Observer {
+	return core.Observer{
 		DialStarted:      c.DialStarted,
 		DialFinished:     c.DialFinished,
 		Connected:        c.Connected,
@@ -44,10 +44,10 @@ const (
 )
 
 // DialStarted counts a dial of one host.
-func (c *Collectors) DialStarted(controlconn.Endpoint) { c.dialsStarted.Inc() }
+func (c *Collectors) DialStarted(core.Endpoint) { c.dialsStarted.Inc() }
 
 // DialFinished counts the dial by outcome and observes its duration.
-func (c *Collectors) DialFinished(_ controlconn.Endpoint, err error, took time.Duration) {
+func (c *Collectors) DialFinished(_ core.Endpoint, err error, took time.Duration) {
 	o := dialOutcome(err)
 	c.dials.WithLabelValues(o).Inc()
 	c.dialDuration.WithLabelValues(o).Observe(seconds(took))
@@ -58,14 +58,14 @@ func dialOutcome(err error) string {
 	switch {
 	case err == nil:
 		return dialSuccess
-	case errors.Is(err, controlconn.ErrLostRace):
+	case errors.Is(err, core.ErrLostRace):
 		return dialLostRace
 	}
-	return controlconn.Classify(err).String()
+	return core.Classify(err).String()
 }
 
 // Connected makes ep the one control_host_info series.
-func (c *Collectors) Connected(ep controlconn.Endpoint, v primitive.ProtocolVersion) {
+func (c *Collectors) Connected(ep core.Endpoint, v primitive.ProtocolVersion) {
 	labels := []string{ep.Addr, ep.HostID, strconv.Itoa(int(v))}
 	c.hostMu.Lock()
 	defer c.hostMu.Unlock()
@@ -78,8 +78,8 @@ func (c *Collectors) Connected(ep controlconn.Endpoint, v primitive.ProtocolVers
 
 // Lost counts the loss by error class, observes the connection's uptime and removes the
 // control_host_info series.
-func (c *Collectors) Lost(_ controlconn.Endpoint, err error, uptime time.Duration) {
-	c.connectionsLost.WithLabelValues(controlconn.Classify(err).String()).Inc()
+func (c *Collectors) Lost(_ core.Endpoint, err error, uptime time.Duration) {
+	c.connectionsLost.WithLabelValues(core.Classify(err).String()).Inc()
 	c.connectionUptime.Observe(seconds(uptime))
 	c.hostMu.Lock()
 	defer c.hostMu.Unlock()
@@ -90,7 +90,7 @@ func (c *Collectors) Lost(_ controlconn.Endpoint, err error, uptime time.Duratio
 }
 
 // Heartbeat observes a successful heartbeat's round trip, or counts a failed one.
-func (c *Collectors) Heartbeat(_ controlconn.Endpoint, rtt time.Duration, err error) {
+func (c *Collectors) Heartbeat(_ core.Endpoint, rtt time.Duration, err error) {
 	if err != nil {
 		c.heartbeatFails.Inc()
 		return
@@ -117,15 +117,15 @@ func (c *Collectors) ServerEvent(kind, change string) {
 	c.serverEvents.WithLabelValues(kind, change).Inc()
 }
 
-// PeersSkipped counts the system.peers rows a refresh left out (controlconn.Observer.PeersSkipped).
+// PeersSkipped counts the system.peers rows a refresh left out (core.Observer.PeersSkipped).
 func (c *Collectors) PeersSkipped(skipped []metadata.SkippedPeer) {
 	c.peersSkipped.Add(float64(len(skipped)))
 }
 
 // ReplyDropped counts a response dropped for want of a request on its stream.
-func (c *Collectors) ReplyDropped(controlconn.Endpoint) { c.repliesDropped.Inc() }
+func (c *Collectors) ReplyDropped(core.Endpoint) { c.repliesDropped.Inc() }
 
-// DataPathLag observes a host's data-path lag (controlconn.Observer.DataPathLag).
-func (c *Collectors) DataPathLag(_ controlconn.Endpoint, lag time.Duration) {
+// DataPathLag observes a host's data-path lag (core.Observer.DataPathLag).
+func (c *Collectors) DataPathLag(_ core.Endpoint, lag time.Duration) {
 	c.dataPathLag.Observe(lag.Seconds())
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"time"
@@ -24,30 +25,64 @@ import (
 // real dial per the interval the user configured.
 const GovernedReconnectInterval = 100 * time.Millisecond
 
-// Driver is what an adapter tells controlconn.New through controlconn.WithDriver. New builds a
-// host-event queue (WithQueueConfig configures it; Close closes it) and hands it to Install.
+// Driver is a driver's configuration translated for core.New (controlconn.New does it for
+// gocql v1, gocqlv2.New for gocql v2): where the cluster is and how to reach it, and the hooks
+// through which the adapter installs its listener, its governed dialer and its checks on the
+// driver. The connection settings are the driver's own, with the driver's rules applied (TLS
+// derived from its options, an authenticator per host); core.New validates them and installs
+// nothing on the driver but through the hooks.
 type Driver struct {
-	// Install puts the driver's listener on the queue: called once, after the
-	// ControlConnection is built, not at all on error.
+	// Hosts are the contact points, "host" or "host:port"; names are resolved again on every
+	// attempt.
+	Hosts []string
+	// Port is the native port of contact points without one and of every peer; 0: 9042.
+	Port int
+	// AddressTranslator, when set, maps the addresses read from the system tables to the
+	// addresses dialled, as the driver's does.
+	AddressTranslator AddressTranslator
+	// ProtoVersion pins the native protocol version (3 or 4); 0 negotiates.
+	ProtoVersion int
+	// CQLVersion is sent in STARTUP; "" is "3.0.0".
+	CQLVersion string
+	// Auth returns the authenticator of one login to the node at ep; nil: no authenticator (a
+	// server that asks for a login refuses the connection).
+	Auth func(ep Endpoint) (Authenticator, error)
+	// DialHost, when set, opens the byte stream to ep itself, TLS included (the user's host
+	// dialer); Dialer, Keepalive and TLS are then unused.
+	DialHost func(ctx context.Context, ep Endpoint) (net.Conn, error)
+	// Dialer dials TCP when DialHost is nil; nil: a net.Dialer with Keepalive.
+	Dialer Dialer
+	// TLS, when non-nil, wraps what Dialer dials (TLSConfig derives it from a driver's options).
+	TLS *tls.Config
+	// ConnectTimeout is used when the cadence's ConnectTimeout is zero.
+	ConnectTimeout time.Duration
+	// Keepalive is the TCP keepalive period of the default dialer; 0: 15 s.
+	Keepalive time.Duration
+	// WriteTimeout bounds one frame write, as the driver does (0: the default, 10 s).
+	WriteTimeout time.Duration
+
+	// Install puts the driver's listener on the queue core.New builds (WithQueueConfig
+	// configures it; Close closes it): called once, after the ControlConnection is built, not
+	// at all on error.
 	Install func(q *hostevents.Queue)
-	// TakeGate, with controlconn.WithDialGovernor or WithSharedDialGovernor, is given the
-	// governor once, before New returns successfully, so that the adapter governs its driver's
-	// dials with the budget that governs the ControlConnection's own. Without a governor
-	// option, or on error, it is never called. Nil: a governor option is an error.
+	// TakeGate is given the governor once, before core.New returns successfully, so that the
+	// adapter governs its driver's dials with the budget that governs the ControlConnection's
+	// own. With the governor off (WithDialGovernor(Governor{Off: true})), or on error, it is
+	// never called. Nil: the driver's dials are not governed (a governor option is then an
+	// error).
 	TakeGate func(g Gate)
 	// Check is called once by the first Start, before it starts connecting, to find what the
 	// application replaced on the driver's configuration since New: each error it returns
-	// (errors.Join for several; each should wrap controlconn.ErrConfigChanged) is logged as a
-	// warning and the whole kept in Status.ConfigChanged. Nil: no check.
+	// (errors.Join for several; each should wrap ErrConfigChanged) is logged as a warning and
+	// the whole kept in Status.ConfigChanged. Nil: no check.
 	Check func() error
-	// WriteTimeout bounds one frame write, as the driver does (0: the default, 10 s).
-	WriteTimeout time.Duration
-	// TLS is the configuration the adapter derived from its driver's SslOpts (TLSConfig) for its
-	// own dialer: New uses it for its own dials instead of deriving it again from the
-	// translated config, so that the CA, certificate and key files are read once. Nil: New
-	// derives it from the translated config's SslOpts, if set. Ignored when the translated
-	// config has a HostDialer (which does its own TLS).
-	TLS *tls.Config
+	// Retain, when set, is called with the addresses ("ip:port") of the hosts the cluster has
+	// after each metadata read, so that the adapter's caches keyed by address forget the others.
+	Retain func(keep func(addr string) bool)
+	// CountsSessions says that the listener Install put on the queue counts the driver's
+	// sessions that initialise it (hostevents.Queue.AddSession): at the first connection, when
+	// none has, a warning says that sessions were created before New.
+	CountsSessions bool
 }
 
 // Gate is one ControlConnection's dial governor as a driver's dialer uses it, around each dial

@@ -1,13 +1,15 @@
-// Package adapter is what an adapter of another driver gives controlconn.New, as gocqlv2.New
-// does for gocql v2; applications do not use it. The adapter translates its driver's
-// configuration into a gocql v1 ClusterConfig of its own and passes controlconn.WithDriver with
-// a Driver: New then takes the connection settings from that config and installs nothing on
-// it, and the Driver's functions put the driver's host-event listener on New's queue, govern
-// the driver's dials with New's dial governor (Gate) and check the driver's configuration at
-// Start.
+// Package adapter is what an adapter of a driver gives core.New, as controlconn.New does for
+// gocql v1 and gocqlv2.New for gocql v2; applications do not use it. The adapter translates its
+// driver's configuration into a Driver: the connection settings in driver-neutral types
+// (Endpoint, Authenticator, Dialer, AddressTranslator, a tls.Config), and the hooks through
+// which core.New has the adapter put the driver's host-event listener on its queue, govern the
+// driver's dials with its dial governor (Gate) and check the driver's configuration at Start.
+// What every adapter installs with the governor is written once here, with the driver's types
+// as type parameters: Auth, AuthenticatorOf, DialHost, GovernedDialer, GovernedConviction,
+// PlainDialer, HostCache.
 //
-// It depends on neither controlconn nor the adapter's driver, so that controlconn can take its
-// types and the adapter can name them.
+// It depends on neither core nor any driver, so that core can take its types and an adapter
+// can name them.
 //
 // # Public surface
 //
@@ -15,10 +17,30 @@
 // TestPublicSurfaceIsDocumented fails when this list and the code differ.
 //
 //	AddrPort
-//	Driver: Check Install TLS TakeGate WriteTimeout
+//	AddressTranslator: Translate
+//	Auth
+//	Authenticator: Challenge Success
+//	AuthenticatorOf: A Challenge Success
+//	ConvictionPolicy: AddFailure Reset
+//	DialHost
+//	Dialer: DialContext
+//	Driver: AddressTranslator Auth CQLVersion Check ConnectTimeout CountsSessions DialHost Dialer
+//		Hosts Install Keepalive Port ProtoVersion Retain TLS TakeGate WriteTimeout
+//	DriverAuthenticator: Challenge Success
 //	DriverDefaultConnectTimeout
+//	Endpoint: Addr DC HostID Hostname String
+//	ErrConfigChanged ErrGoverned
 //	Gate: Admit Done SetReconnectInterval SetupDone
-//	GovernedConnectTimeout GovernedReconnectInterval NetDialer ReconnectInterval SetupBusy
-//	TLSConfig
+//	GovernedConnectTimeout
+//	GovernedConviction: AddFailure Inner Reset
+//	GovernedDialer: DialHost Gate Inner
+//	GovernedReconnectInterval
+//	Host: ConnectAddress ConnectAddressAndPort HostnameAndPort Port
+//	HostAddr
+//	HostCache: Get Len Put Retain
+//	HostDialer: DialHost
+//	NetDialer
+//	PlainDialer: DialHost Dialer TLS Wrap
+//	ReconnectInterval SetupBusy TLSConfig
 //	TLSOptions: CaPath CertPath Config EnableHostVerification KeyPath
 package adapter

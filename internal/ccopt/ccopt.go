@@ -1,10 +1,10 @@
-// Package ccopt builds the options of controlconn that are not part of its public API, for
-// the code of this module that needs them: controlconn's own tests, the integration suites, the
-// lab and the CLI (not the gocqlv2 module: a module outside this one may not import its internal
-// packages, .ci/consumer checks; it uses the public controlconn/adapter). A controlconn.Option is
-// a function of controlconn's unexported settings, so no other package can write one;
-// controlconn registers here, when it is initialised, the constructors of its internal options,
-// and this package hands them out typed by the caller:
+// Package ccopt builds the options of core (controlconn.Option is core.Option) that are not
+// part of its public API, for the code of this module that needs them: core's own tests, the
+// integration suites, the lab and the CLI (not the gocqlv2 module: a module outside this one
+// may not import its internal packages, .ci/consumer checks; it uses the public
+// controlconn/adapter). A core.Option is a function of core's unexported settings, so no other
+// package can write one; core registers here, when it is initialised, the constructors of its
+// internal options, and this package hands them out typed by the caller:
 //
 //	cc, err := controlconn.New(cluster, cadence, ccopt.Bare[controlconn.Option](),
 //		ccopt.WithRand[controlconn.Option](src.Float64))
@@ -21,7 +21,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 )
 
-// Hooks are controlconn's constructors of its internal options, each returning a
+// Hooks are core's constructors of its internal options, each returning a
 // controlconn.Option as any.
 type Hooks struct {
 	WithRand       func(f func() float64) any
@@ -30,10 +30,10 @@ type Hooks struct {
 	WithResolver   func(r plan.Resolver) any
 }
 
-// Set by controlconn's init.
+// Set by core's init.
 var hooks Hooks
 
-// Register is called once by package controlconn when it is initialised.
+// Register is called once by package core when it is initialised.
 func Register(h Hooks) { hooks = h }
 
 // as returns opt as the option type O the caller asked for, or panics naming what it is.
@@ -47,11 +47,12 @@ func as[O any](name string, opt any) O {
 
 // WithRand returns the option O (controlconn.Option) that sets the source of jitter and host
 // shuffling, uniform in [0,1), so that a schedule and a host plan are reproducible. It panics
-// if O is not the type controlconn registered.
+// if O is not the type core registered.
 func WithRand[O any](f func() float64) O { return as[O]("WithRand", hooks.WithRand(f)) }
 
-// Bare returns the option O that makes controlconn.New take only the connection settings of
-// the ClusterConfig it is given and install nothing on it: no host-event listener, no queue
+// Bare returns the option O that makes controlconn.New (core.New) take only the connection
+// settings of the ClusterConfig it is given and call none of its adapter's hooks, so that it
+// installs nothing on it: no host-event listener, no queue
 // (unless WithHostEvents passes one), no ConnectObserver, no session-order warning, no check at
 // Start; WithDialGovernor is refused (there is no driver to govern). For suites that drive the
 // cluster themselves and want the blind schedule alone.

@@ -11,42 +11,21 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/internal/wire"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 )
 
-// Endpoint is one dialable address of a node.
-type Endpoint struct {
-	Addr     string // "ip:port"
-	HostID   string // node host ID; "" for a contact point not yet identified
-	Hostname string // DNS name the address was resolved from (TLS server name); "" for an IP
-	DC       string // data center, "" when unknown
-}
+// Endpoint is one dialable address of a node (adapter.Endpoint).
+type Endpoint = adapter.Endpoint
 
-func (e Endpoint) String() string {
-	if e.HostID != "" {
-		return e.Addr + "/" + e.HostID
-	}
-	return e.Addr
-}
+// Authenticator answers the server's SASL exchange (adapter.Authenticator).
+type Authenticator = adapter.Authenticator
 
-// Authenticator answers the server's SASL exchange (AUTHENTICATE, then any AUTH_CHALLENGE): a
-// driver's authenticator, adapted by its adapter, or any other. Challenge gets the
-// authenticator's class name first, then each challenge's token; it returns the response and
-// the authenticator of the next step (nil: no further challenge is expected). Success gets the
-// token of AUTH_SUCCESS.
-type Authenticator interface {
-	Challenge(req []byte) (resp []byte, next Authenticator, err error)
-	Success(data []byte) error
-}
-
-// Dialer opens a TCP connection: a net.Dialer, or a driver's dialer (gocql's Dialer has this
-// one method).
-type Dialer interface {
-	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
-}
+// Dialer opens a TCP connection (adapter.Dialer): a net.Dialer, or a driver's dialer.
+type Dialer = adapter.Dialer
 
 // ConnConfig is how Dial reaches a node and sets the connection up. The zero value dials
 // plain TCP with a 5 s connect timeout, negotiates the protocol (v4, then v3), does not

@@ -5,16 +5,15 @@ package gocqlv1
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"reflect"
 	"strconv"
-	"sync"
 	"unsafe"
 
 	"github.com/gocql/gocql"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 )
 
@@ -25,8 +24,8 @@ import (
 // to the observer the user had: gocql reports every connection it makes with its HostInfo. Safe
 // for concurrent use; ObserveConnect never blocks. A nil *HostInfoCache caches nothing.
 type HostInfoCache struct {
-	next  gocql.ConnectObserver // the user's observer, called first; may be nil
-	hosts sync.Map              // "ip:port" -> *gocql.HostInfo
+	adapter.HostCache[*gocql.HostInfo]
+	next gocql.ConnectObserver // the user's observer, called first; may be nil
 }
 
 // NewHostInfoCache returns an empty cache that passes every connection on to next (may be nil).
@@ -40,35 +39,16 @@ func (c *HostInfoCache) ObserveConnect(o gocql.ObservedConnect) {
 		c.next.ObserveConnect(o)
 	}
 	if o.Host != nil {
-		c.hosts.Store(o.Host.ConnectAddressAndPort(), o.Host)
+		c.Put(o.Host.ConnectAddressAndPort(), o.Host)
 	}
-}
-
-// Retain forgets the HostInfo of every address keep rejects ("ip:port"): hosts removed from
-// the cluster and addresses hosts no longer have, so that the cache does not grow with address
-// churn. An address gocql connects to again is cached again.
-func (c *HostInfoCache) Retain(keep func(addr string) bool) {
-	c.hosts.Range(func(k, _ any) bool {
-		if !keep(k.(string)) {
-			c.hosts.Delete(k)
-		}
-		return true
-	})
-}
-
-// Len returns the number of addresses cached.
-func (c *HostInfoCache) Len() int {
-	n := 0
-	c.hosts.Range(func(any, any) bool { n++; return true })
-	return n
 }
 
 // For is the *gocql.HostInfo for ep: gocql's own if it connected to that address, else one
 // built by HostInfo.
 func (c *HostInfoCache) For(ep cqlconn.Endpoint) (*gocql.HostInfo, error) {
 	if c != nil {
-		if h, ok := c.hosts.Load(ep.Addr); ok {
-			return h.(*gocql.HostInfo), nil
+		if h, ok := c.Get(ep.Addr); ok {
+			return h, nil
 		}
 	}
 	return HostInfo(ep)
@@ -113,41 +93,10 @@ func setHostInfoPort(h *gocql.HostInfo, port int) bool {
 	return h.Port() == port
 }
 
-// authenticator presents a gocql Authenticator as cqlconn's: the two differ only in the type
-// of the next authenticator Challenge returns.
-type authenticator struct{ a gocql.Authenticator }
-
-func (x authenticator) Challenge(req []byte) ([]byte, cqlconn.Authenticator, error) {
-	resp, next, err := x.a.Challenge(req)
-	if next == nil {
-		return resp, nil, err // a nil interface, not an adapter of nil: "no further challenge"
-	}
-	return resp, authenticator{next}, err
-}
-
-func (x authenticator) Success(data []byte) error { return x.a.Success(data) }
-
 // Auth is cqlconn.ConnConfig.Auth for gocql's AuthProvider, which gets the host's HostInfo from
 // hosts, else its Authenticator; nil when both are nil.
 func Auth(a gocql.Authenticator, p func(*gocql.HostInfo) (gocql.Authenticator, error), hosts *HostInfoCache) func(cqlconn.Endpoint) (cqlconn.Authenticator, error) {
-	switch {
-	case p != nil:
-		return func(ep cqlconn.Endpoint) (cqlconn.Authenticator, error) {
-			h, err := hosts.For(ep)
-			if err != nil {
-				return nil, err
-			}
-			a, err := p(h)
-			if err != nil || a == nil {
-				return nil, err
-			}
-			return authenticator{a}, nil
-		}
-	case a != nil:
-		x := authenticator{a}
-		return func(cqlconn.Endpoint) (cqlconn.Authenticator, error) { return x, nil }
-	}
-	return nil
+	return adapter.Auth(a, p, hosts.For)
 }
 
 // DialHost is cqlconn.ConnConfig.DialHost for a gocql HostDialer, which gets the host's
@@ -156,18 +105,13 @@ func DialHost(d gocql.HostDialer, hosts *HostInfoCache) func(context.Context, cq
 	if d == nil {
 		return nil
 	}
-	return func(ctx context.Context, ep cqlconn.Endpoint) (net.Conn, error) {
-		h, err := hosts.For(ep)
-		if err != nil {
-			return nil, err
-		}
-		dh, err := d.DialHost(ctx, h)
-		if err != nil {
-			return nil, err
-		}
-		if dh == nil || dh.Conn == nil {
-			return nil, errors.New("the HostDialer returned no connection")
-		}
-		return dh.Conn, nil
+	return adapter.DialHost[*gocql.HostInfo, *gocql.DialedHost](d, hosts.For, dialedConn)
+}
+
+// dialedConn is the connection of what a HostDialer returned; nil if none.
+func dialedConn(dh *gocql.DialedHost) net.Conn {
+	if dh == nil {
+		return nil
 	}
+	return dh.Conn
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package controlconn
-
-const raceEnabled = false

@@ -1,0 +1,58 @@
+package core
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+)
+
+// The dial governor for driver adapters (gocqlv2, a module of its own): when the adapter's
+// Driver has TakeGate, newForDriver builds the governor (the default, or per WithDialGovernor or
+// WithSharedDialGovernor), governs the ControlConnection's own dials with it, and hands it to
+// TakeGate once, before it returns successfully, as an adapter.Gate, so that the adapter wraps
+// its driver's dialer the way New does for gocql v1. Turned off, or on error, TakeGate is never
+// called. Users reach it through the adapter's New, never directly.
+
+// adapterGovernor builds the governor New installs when the driver takes one
+// (o.gateTaker), and governs c's own dials with it; otherwise it returns nil and changes
+// nothing.
+func adapterGovernor(c *config, o *options) (*dialGovernor, func(adapter.Gate), error) {
+	if o.gateTaker == nil {
+		return nil, nil, nil
+	}
+	g, err := o.dialGovernor(c.Cadence.WithDefaults().DelayCap)
+	if g == nil || err != nil {
+		return nil, nil, err
+	}
+	governOwnDials(g, c)
+	return g, o.gateTaker, nil
+}
+
+// attachGovernor makes g cc's governor: cc's connection state and server events feed it (run
+// reads cc.gov), and a driver's dial that connects while cc is down re-arms cc. Called before
+// Start.
+func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
+	cc.gov = g.join(cc.dialEvidence, governorObserver(cc.obs))
+}
+
+// driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never
+// ours, so one that connects while ours is down is evidence.
+type driverGate struct {
+	g        *dialGovernor
+	interval time.Duration // the driver's reconnect interval as its user configured it
+}
+
+var _ adapter.Gate = (*driverGate)(nil)
+
+func (d *driverGate) SetReconnectInterval(i time.Duration) { d.interval = i }
+func (d *driverGate) Admit(ctx context.Context, addr netip.AddrPort) (bool, error) {
+	return d.g.admit(ctx, addr, false, d.interval)
+}
+func (d *driverGate) Done(ctx context.Context, addr netip.AddrPort, first bool, err error) {
+	d.g.done(ctx, addr, err, false, first, d.interval)
+}
+func (d *driverGate) SetupDone(addr netip.AddrPort, took time.Duration, err error) {
+	d.g.setupDone(addr, took, err)
+}
