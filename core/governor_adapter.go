@@ -8,26 +8,26 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 )
 
-// The dial governor for driver adapters (gocqlv2, a module of its own): when the adapter's
-// Driver has TakeGate, newForDriver builds the governor (the default, or per WithDialGovernor or
+// The dial governor for driver adapters (controlconn.New for gocql v1, gocqlv2.New): when the
+// adapter's Driver has TakeGate, New builds the governor (the default, or per WithDialGovernor or
 // WithSharedDialGovernor), governs the ControlConnection's own dials with it, and hands it to
 // TakeGate once, before it returns successfully, as an adapter.Gate, so that the adapter wraps
 // its driver's dialer the way New does for gocql v1. Turned off, or on error, TakeGate is never
 // called. Users reach it through the adapter's New, never directly.
 
-// adapterGovernor builds the governor New installs when the driver takes one
-// (o.gateTaker), and governs c's own dials with it; otherwise it returns nil and changes
-// nothing.
-func adapterGovernor(c *config, o *options) (*dialGovernor, func(adapter.Gate), error) {
-	if o.gateTaker == nil {
-		return nil, nil, nil
+// adapterGovernor builds the governor New installs when the driver takes one (takes: its
+// Driver has TakeGate), and governs c's own dials with it; otherwise it returns nil and
+// changes nothing.
+func adapterGovernor(c *config, o *options, takes bool) (*dialGovernor, error) {
+	if !takes {
+		return nil, nil
 	}
 	g, err := o.dialGovernor(c.Cadence.WithDefaults().DelayCap)
 	if g == nil || err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	governOwnDials(g, c)
-	return g, o.gateTaker, nil
+	return g, nil
 }
 
 // attachGovernor makes g cc's governor: cc's connection state and server events feed it (run

@@ -492,15 +492,22 @@ type governedNetDialer struct {
 
 // DialContext implements cqlconn.Dialer.
 func (d *governedNetDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	return d.g.ownDial(ctx, address, func() (net.Conn, error) { return d.inner.DialContext(ctx, network, address) })
+}
+
+// ownDial is one dial of our own connection to address ("ip:port") through g: admitted as ours
+// (never evidence for ourselves), made, its outcome recorded. An address that does not parse
+// is left to dial, which reports it its own way.
+func (g *dialGovernor) ownDial(ctx context.Context, address string, dial func() (net.Conn, error)) (net.Conn, error) {
 	addr, ok := parseAddrPort(address)
 	if !ok {
-		return d.inner.DialContext(ctx, network, address)
+		return dial()
 	}
-	if _, err := d.g.admit(ctx, addr, true, 0); err != nil {
+	if _, err := g.admit(ctx, addr, true, 0); err != nil {
 		return nil, err
 	}
-	c, err := d.inner.DialContext(ctx, network, address)
-	d.g.done(ctx, addr, err, true, false, 0)
+	c, err := dial()
+	g.done(ctx, addr, err, true, false, 0)
 	return c, err
 }
 
@@ -521,16 +528,7 @@ func governOwnDials(g *dialGovernor, c *config) {
 	c.Conn.LoginTimeout = max(c.Conn.LoginTimeout, adapter.GovernedConnectTimeout)
 	if inner := c.Conn.DialHost; inner != nil {
 		c.Conn.DialHost = func(ctx context.Context, ep Endpoint) (net.Conn, error) {
-			addr, ok := parseAddrPort(ep.Addr)
-			if !ok {
-				return inner(ctx, ep) // the inner dialer reports a bad address its own way
-			}
-			if _, err := g.admit(ctx, addr, true, 0); err != nil {
-				return nil, err
-			}
-			nc, err := inner(ctx, ep)
-			g.done(ctx, addr, err, true, false, 0)
-			return nc, err
+			return g.ownDial(ctx, ep.Addr, func() (net.Conn, error) { return inner(ctx, ep) })
 		}
 	} else {
 		d := c.Conn.Dialer

@@ -45,9 +45,8 @@ func New(d adapter.Driver, cadence Cadence, opts ...Option) (*ControlConnection,
 	if o.bare {
 		return build(c, o) // ccopt.Bare: no hook is called
 	}
-	o.gateTaker = d.TakeGate
 	o.configCheck = d.Check
-	gov, take, err := adapterGovernor(&c, &o)
+	gov, err := adapterGovernor(&c, &o, d.TakeGate != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +81,7 @@ func New(d adapter.Driver, cadence Cadence, opts ...Option) (*ControlConnection,
 	}
 	if gov != nil {
 		cc.attachGovernor(gov)
-		take(&driverGate{g: gov})
+		d.TakeGate(&driverGate{g: gov})
 	}
 	return cc, nil
 }

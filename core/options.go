@@ -3,7 +3,6 @@ package core
 import (
 	"log/slog"
 
-	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
@@ -22,11 +21,10 @@ type options struct {
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
 	rand        func() float64
-	governor    *Governor     // WithDialGovernor; New, and newForDriver with gateTaker
+	governor    *Governor     // WithDialGovernor; New, for a driver with TakeGate
 	shared      *DialGovernor // WithSharedDialGovernor; as governor
 	// Set by the constructors, not by an Option:
-	gateTaker func(adapter.Gate) // adapter.Driver.TakeGate: a driver adapter takes the governor
-	governed  bool               // the governor is installed on a driver (New, an adapter)
+	governed bool // the governor is installed on a driver (New, an adapter)
 	// configCheck is Start's check of the driver's configuration (New's, or
 	// adapter.Driver.Check): the first Start calls it once, before it starts connecting, to
 	// find what the application replaced on the driver's configuration since the constructor
