@@ -106,8 +106,7 @@ type gateHost struct {
 	limit   int
 	setups  int           // setups admitted while limited and not yet done
 	lastSet time.Time     // the last setup admitted while limited (a leak guard: see setupPatience)
-	pause   time.Time     // no setup before then (ours waits for this one only)
-	hold    time.Time     // no setup of the driver's before then (at or after pause: see SetupDone)
+	pause   time.Time     // no setup before then, ours or the driver's (see SetupDone)
 	window  time.Duration // the pause's range, doubled per slow-down signal
 	served  bool          // a driver's pool setup was ready since the host came back
 	booked  bool          // a driver's pool setup was admitted since the host came back (at lastSet)
@@ -125,7 +124,7 @@ const (
 	SlowSetup = time.Second
 	// ServedHold is how many times a served client's slow setup its other setups to the host
 	// wait at least (the pause range; see SetupDone).
-	ServedHold = 4
+	ServedHold = 8
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
 	// setupPatience: a setup in flight this long no longer holds the host's next one (no
@@ -411,7 +410,7 @@ func (h *gateHost) take(now time.Time, limited, ownSlot bool) {
 // allowed here is booked (book) only if the caller's other rules allow it too: a dial refused
 // later (no budget) sets nothing up, and no SetupDone would end it.
 func (h *gateHost) returning(now time.Time) Verdict {
-	if now.Before(h.hold) {
+	if now.Before(h.pause) {
 		return VerdictSlowDown
 	}
 	h.expire(now)
@@ -437,8 +436,7 @@ func (h *gateHost) book(now time.Time) {
 
 // auxReturning decides an auxiliary dial to h, a returning host: ours (own, while down) or
 // the driver's own control connection, neither of which serves a query: the data path first.
-// It waits while the host's pause runs, the driver's control connection while its hold runs
-// (VerdictSlowDown); until the driver's first pool setup
+// It waits while the host's pause runs (VerdictSlowDown); until the driver's first pool setup
 // since the host came back is ready, while the driver sets the host up (a pool setup in
 // flight, or one admitted within setupPatience: after a login the server dropped, the pool
 // redials within its pause, and an auxiliary login slipped in between would queue ahead of
@@ -452,7 +450,7 @@ func (h *gateHost) auxReturning(now time.Time, own bool) Verdict {
 	h.expire(now)
 	v := VerdictPass
 	switch {
-	case now.Before(h.pause), !own && now.Before(h.hold):
+	case now.Before(h.pause):
 		v = VerdictSlowDown
 	case !h.served && (h.setups > 0 || h.booked && now.Sub(h.lastSet) < setupPatience),
 		h.served && h.setups >= h.limit:
@@ -517,13 +515,17 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 //     exponentially.
 //   - Once one was ready at any host (served), the range doubles too, and is at least
 //     ServedHold times the slow setup's time (at most ServedHold × MaxInterval), and the
-//     driver's setups are held between half of it and all of it (equal jitter; hold): a
-//     served client's other setups (its second pool connection, the driver's control
-//     connection, and its setups to other returning hosts) wait until the clients still
-//     waiting for their first login are likely through. Ours waits at most MaxInterval of it
-//     (pause): DelayCap bounds its attempts. Capped at MaxInterval for all, a 300-client fleet
-//     at bcrypt cost 12 kept the server's login queue full with served clients' extras that
-//     came back every 15–30 s, and left 4 clients unserved (make fleet).
+//     pause is between half of it and all of it (equal jitter): a served client's other
+//     setups (its second pool connection, the driver's control connection, ours, and its
+//     setups to other returning hosts) wait until the clients still waiting for their first
+//     login are likely through. Capped at MaxInterval, a 300-client fleet at bcrypt cost 12
+//     kept the server's login queue full with served clients' extras that came back every
+//     15–30 s, and left 4 clients unserved (make fleet). Ours waits the whole pause, past
+//     DelayCap, and the range is at least 8 (not 4) times the slow setup's time: served
+//     clients' extras still took about two thirds of the node's logins from 40 s after it
+//     answered until the last client served (make fleet, 300 clients, cost 12,
+//     disablebinary: T100 173.55 s with ours at most MaxInterval and 4 times, 152.74 s with
+//     ours waiting, 117.95 s at 8 times).
 //
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
@@ -567,11 +569,10 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		if d.served {
 			h.window = min(ServedHold*d.cfg.MaxInterval, max(minWindow, 2*h.window, ServedHold*took))
 			wait := time.Duration(float64(h.window) * (1 + d.rand()) / 2)
-			h.hold, h.pause = now.Add(wait), now.Add(min(wait, d.cfg.MaxInterval))
+			h.pause = now.Add(wait)
 		} else {
 			h.window = min(d.cfg.MaxInterval, max(minWindow, 2*h.window))
 			h.pause = now.Add(time.Duration(float64(h.window) * d.rand()))
-			h.hold = h.pause
 		}
 	}
 	if !h.waiting || (!h.served && (h.setups > 0 || h.booked)) {

@@ -646,18 +646,18 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
 	now = now.Add(2 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 4 × 2 s) = 8 s
-	// Equal jitter: u = 0.5 pauses 8 s × (1 + 0.5) / 2 = 6 s; u = 0 would pause 4 s.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(6*time.Second-time.Millisecond), hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(6*time.Second), hostA))
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 8 × 2 s) = 16 s
+	// Equal jitter: u = 0.5 pauses 16 s × (1 + 0.5) / 2 = 12 s; u = 0 would pause 8 s.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(12*time.Second-time.Millisecond), hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(12*time.Second), hostA))
 	now = now.Add(20 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 20 s = 80 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(60*time.Second-time.Millisecond), hostA), "window 80 s, paused 60 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(60*time.Second), hostA))
-	now = now.Add(70 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy) // 2 × 80 s, capped at ServedHold × MaxInterval = 120 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(90*time.Second-time.Millisecond), hostA), "window 120 s, paused 90 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(90*time.Second), hostA))
+	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 8 × 20 s = 160 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(120*time.Second-time.Millisecond), hostA), "window 160 s, paused 120 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(120*time.Second), hostA))
+	now = now.Add(130 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy) // 2 × 160 s, capped at ServedHold × MaxInterval = 240 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(180*time.Second-time.Millisecond), hostA), "window 240 s, paused 180 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(180*time.Second), hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
 	gate.SetupDone(now, hostB, Pool, 30*time.Millisecond, SetupBusy)
@@ -710,8 +710,8 @@ func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 // gocql v2's control connection, admitted as a pool's (PooledControl): it takes the returning
 // host's slot, and its end frees it, but ready, slowly, it does not serve the client, so the
 // pool's first setup waits out an unserved client's pause (from 100 ms, full jitter), not a
-// served one's (ServedHold × its 3 s: 6 s at u = 0). Checked to fail with its end recorded by
-// SetupDone (the pool's setup then waited 6 s).
+// served one's (ServedHold × its 3 s: 12 s at u = 0). Checked to fail with its end recorded by
+// SetupDone (the pool's setup then waited 12 s).
 func TestDialGateReturnPooledControlDoesNotServe(t *testing.T) {
 	gate := New(testConfig, func() float64 { return 0 })
 	now := at(5 * time.Second)
@@ -813,7 +813,7 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 		"the driver sets the host up: ours does not slip in before its redial (checked to fail with only setups in flight holding ours)")
 	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA), "the driver's redial")
 	ready = pauseEnd.Add(3 * time.Second)
-	pause := ready.Add(9 * time.Second) // served, slow: window 4 × 3 s, u = 0.5: 12 s × 0.75
+	pause := ready.Add(18 * time.Second) // served, slow: window 8 × 3 s, u = 0.5: 24 s × 0.75
 	assert.Equal(t, pause, gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(pause, hostA))
 
@@ -895,8 +895,9 @@ func TestDialGateReturnOursHoldsASlotOnceServed(t *testing.T) {
 
 // Served is per client: once a pool setup was ready at one returning host, a slow or dropped
 // setup to another is an extra of a client that serves, paused as a served one's (at least
-// half of ServedHold × its time), not retried at once as a first login. Checked to fail with
-// served per host only (hostB's busy setup paused 50 ms).
+// half of ServedHold × its time), ours too, not retried at once as a first login. Checked to
+// fail with served per host only (hostB's busy setup paused 50 ms), and with ours' pause
+// capped at MaxInterval (ours dialled after 30 s).
 func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	u := 0.5
 	now := at(5 * time.Second)
@@ -907,13 +908,14 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate.Done(later, hostB, true, false) // hostB returning too
 	gate.SetupDone(later, hostA, Pool, 80*time.Millisecond, SetupOK)
 	gate.SetupDone(later, hostB, Pool, 12*time.Second, SetupBusy) // dropped from hostB's queue
-	// Served (at hostA): window max(100 ms, 4 × 12 s) = 48 s, u = 0.5: the driver's setups
-	// wait 36 s; ours waits at most MaxInterval (30 s): DelayCap bounds its attempts.
-	assert.Equal(t, later.Add(30*time.Second), gate.PauseUntil(hostB))
-	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB))
-	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(later.Add(36*time.Second-time.Millisecond), hostB))
-	assert.True(t, gate.AdmitOwn(later.Add(30*time.Second), hostB).Allowed(), "ours after MaxInterval")
-	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB).Allowed())
+	// Served (at hostA): window max(100 ms, 8 × 12 s) = 96 s, u = 0.5: every setup to hostB
+	// waits 72 s, ours too, past MaxInterval (30 s).
+	assert.Equal(t, later.Add(72*time.Second), gate.PauseUntil(hostB))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(72*time.Second-time.Millisecond), hostB))
+	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(later.Add(72*time.Second-time.Millisecond), hostB))
+	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(later.Add(72*time.Second-time.Millisecond), hostB), "ours waits the served pause too")
+	assert.True(t, gate.AdmitOwn(later.Add(72*time.Second), hostB).Allowed())
+	assert.True(t, gate.Admit(later.Add(72*time.Second), hostB).Allowed())
 	gate.ConnUp(later)
 	gate.ConnDown(later.Add(time.Second)) // a new outage: not served again
 	_, _ = dial(gate, later.Add(time.Second), hostC, false)
