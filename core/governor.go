@@ -82,7 +82,7 @@ const (
 // random part of a window doubling per signal from 100 ms (a login the server dropped from its
 // queue is retried soon, keeping the client's place in line); once one was, for half to all of
 // a window of at least 4 times the slow setup, up to 4 × MaxInterval (the served client's
-// other setups wait for the clients queued behind it; ours at most MaxInterval of it). A
+// other setups wait for the clients queued behind it, ours too, past DelayCap). A
 // setup holds the next at most 21 s, and a host known down forgets its setups in flight. The data path first: ours (while down) and gocql's own control
 // connection wait for the driver's first pool setup to a returning host and for its pause, and
 // take no setup slot until the client is served there (then ours holds one until its own

@@ -56,3 +56,4 @@ func (d *driverGate) Done(ctx context.Context, addr netip.AddrPort, first bool, 
 func (d *driverGate) SetupDone(addr netip.AddrPort, took time.Duration, err error) {
 	d.g.setupDone(addr, took, err)
 }
+func (d *driverGate) PoolEmpty(addr netip.AddrPort) { d.g.poolEmpty(addr) }

@@ -416,6 +416,16 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 	}
 }
 
+// poolEmpty records that the driver's pool at addr has no connection after a refused fill
+// (dialgate.DialGate.PoolEmpty).
+func (g *dialGovernor) poolEmpty(addr netip.AddrPort) {
+	g.mu.Lock()
+	if !g.closed.Load() {
+		g.gate.PoolEmpty(g.now(), addr)
+	}
+	g.mu.Unlock()
+}
+
 // OwnSetupDone records how a setup of m's own connection to addr ("ip:port") ended (dial,
 // login and first metadata read; the attempt goroutine's dialDone), took after it started:
 // at a returning host where the client is served, ours held one of the setups in flight

@@ -24,7 +24,7 @@ func governV2(cluster *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostD
 	if conviction == nil {
 		conviction = &gocql.SimpleConvictionPolicy{}
 	}
-	cluster.ConvictionPolicy = &adapter.GovernedConviction[*gocql.HostInfo]{Inner: conviction}
+	cluster.ConvictionPolicy = &adapter.GovernedConviction[*gocql.HostInfo]{Inner: conviction, Refused: adapter.PoolEmptyAt[*gocql.HostInfo](gate)}
 	if cluster.Logger != nil {
 		cluster.Logger = refusalLogger{cluster.Logger}
 	}

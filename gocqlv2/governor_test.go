@@ -42,6 +42,7 @@ type fakeGate struct {
 	setups         int
 	setupTook      time.Duration
 	setupErr       error
+	emptied        []netip.AddrPort // PoolEmpty calls
 }
 
 func (f *fakeGate) SetupDone(addr netip.AddrPort, took time.Duration, err error) {
@@ -50,6 +51,8 @@ func (f *fakeGate) SetupDone(addr netip.AddrPort, took time.Duration, err error)
 }
 
 func (f *fakeGate) SetReconnectInterval(i time.Duration) { f.interval = i }
+
+func (f *fakeGate) PoolEmpty(addr netip.AddrPort) { f.emptied = append(f.emptied, addr) }
 
 func (f *fakeGate) Admit(_ context.Context, addr netip.AddrPort) (bool, error) {
 	f.admits++
@@ -360,6 +363,22 @@ func TestGovernedV2RefusalDoesNotConvict(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { assert.NoError(t, cc2.Close()) }()
 	assert.True(t, cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h), "none configured: gocql's simple policy")
+}
+
+// gocql v2 calls its conviction policy only when a fill left the pool empty: a refused fill
+// then tells the gate that the pool at the host has no connection (the served pause there
+// ends, dialgate.DialGate.PoolEmpty); a real failure does not. Checked to fail with Refused
+// left unset in governV2.
+func TestGovernedV2RefusedFillEmptiesThePool(t *testing.T) {
+	cluster := gocql.NewCluster("127.0.0.1")
+	gate := &fakeGate{}
+	governV2(cluster, gate, v2HostDialer(cluster, nil))
+	h := v2Host(t, "127.0.0.7:9042")
+	refusal := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("%w (slow_down)", core.ErrGoverned)}
+	assert.False(t, cluster.ConvictionPolicy.AddFailure(refusal, h))
+	assert.Equal(t, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.7:9042")}, gate.emptied)
+	cluster.ConvictionPolicy.AddFailure(errors.New("connection refused"), h)
+	assert.Len(t, gate.emptied, 1, "a real failure says nothing to the gate")
 }
 
 // Governed (the default), New reports the end of each of gocql v2's connection setups to the

@@ -69,6 +69,7 @@ func (g *afterGate) Admit(_ context.Context, addr netip.AddrPort) (bool, error) 
 }
 func (g *afterGate) Done(context.Context, netip.AddrPort, bool, error) {}
 func (g *afterGate) SetupDone(netip.AddrPort, time.Duration, error)    {}
+func (g *afterGate) PoolEmpty(netip.AddrPort)                          {}
 
 // A v2 session whose pool fill is refused (NumConns 2: the second connection of the host's pool
 // is refused by the gate, after the dials the session's start needs): one log line per refused

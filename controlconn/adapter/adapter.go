@@ -114,6 +114,10 @@ type Gate interface {
 	// adapts to how fast it sets connections up (see controlconn.Governor). Refusals
 	// (ErrGoverned) are ignored.
 	SetupDone(addr netip.AddrPort, took time.Duration, err error)
+	// PoolEmpty records that the driver's pool at addr has no connection: a fill it began
+	// there was refused (GovernedConviction.Refused). A client the gate held as served there
+	// is not any more.
+	PoolEmpty(addr netip.AddrPort)
 }
 
 // TLSOptions are a driver's TLS settings, as gocql v1.7.0 and v2.1.2 both name them (SslOptions).

@@ -30,9 +30,9 @@
 //	DriverDefaultConnectTimeout
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrConfigChanged ErrGoverned
-//	Gate: Admit Done SetReconnectInterval SetupDone
+//	Gate: Admit Done PoolEmpty SetReconnectInterval SetupDone
 //	GovernedConnectTimeout
-//	GovernedConviction: AddFailure Inner Reset
+//	GovernedConviction: AddFailure Inner Refused Reset
 //	GovernedDialer: DialHost Gate Inner
 //	GovernedReconnectInterval
 //	Host: ConnectAddress ConnectAddressAndPort HostnameAndPort Port
@@ -41,6 +41,6 @@
 //	HostDialer: DialHost
 //	NetDialer
 //	PlainDialer: DialHost Dialer TLS Wrap
-//	ReconnectInterval SetupBusy TLSConfig
+//	PoolEmptyAt ReconnectInterval SetupBusy TLSConfig
 //	TLSOptions: CaPath CertPath Config EnableHostVerification KeyPath
 package adapter

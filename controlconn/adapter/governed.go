@@ -73,15 +73,32 @@ type ConvictionPolicy[H any] interface {
 // the one configured: a refused dial sent nothing and says nothing about the host, so it never
 // convicts (the driver would mark the host down and tell every listener, on every refused
 // fill); every other failure is Inner's to judge. The driver calls it on the goroutine that
-// filled the pool: it takes no lock and allocates nothing.
-type GovernedConviction[H any] struct{ Inner ConvictionPolicy[H] }
+// filled the pool, and only when the fill left the pool with no connection (gocql v1.7.0 and
+// v2.1.2, fillingStopped): a refusal then goes to Refused (the adapter's Gate.PoolEmpty), if
+// set. Otherwise it takes no lock and allocates nothing.
+type GovernedConviction[H any] struct {
+	Inner   ConvictionPolicy[H]
+	Refused func(host H) // a fill refused by the governor left the pool at host empty
+}
 
 // AddFailure implements the driver's ConvictionPolicy.
 func (c GovernedConviction[H]) AddFailure(err error, host H) bool {
 	if errors.Is(err, ErrGoverned) {
+		if c.Refused != nil {
+			c.Refused(host)
+		}
 		return false
 	}
 	return c.Inner.AddFailure(err, host)
+}
+
+// PoolEmptyAt returns a GovernedConviction.Refused that tells gate the pool at the host is empty.
+func PoolEmptyAt[H Host](gate Gate) func(H) {
+	return func(host H) {
+		if addr, ok := HostAddr(host); ok {
+			gate.PoolEmpty(addr)
+		}
+	}
 }
 
 // Reset implements the driver's ConvictionPolicy.

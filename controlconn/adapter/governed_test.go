@@ -13,17 +13,23 @@ type countingPolicy struct{ failures, resets int }
 func (p *countingPolicy) AddFailure(error, string) bool { p.failures++; return true }
 func (p *countingPolicy) Reset(string)                  { p.resets++ }
 
-// A refusal (ErrGoverned, wrapped) never convicts and never reaches the inner policy; any other
-// failure, and Reset, are the inner policy's.
+// A refusal (ErrGoverned, wrapped) never convicts and never reaches the inner policy: it goes
+// to Refused (the driver's pool at the host is empty), when set; any other failure, and Reset,
+// are the inner policy's.
 func TestGovernedConvictionIgnoresRefusals(t *testing.T) {
 	inner := &countingPolicy{}
-	c := GovernedConviction[string]{Inner: inner}
+	var refused []string
+	c := GovernedConviction[string]{Inner: inner, Refused: func(h string) { refused = append(refused, h) }}
 	assert.False(t, c.AddFailure(fmt.Errorf("dial: %w", ErrGoverned), "h"))
 	assert.Zero(t, inner.failures)
+	assert.Equal(t, []string{"h"}, refused)
 	assert.True(t, c.AddFailure(errors.New("connection refused"), "h"))
 	c.Reset("h")
 	assert.Equal(t, 1, inner.failures)
 	assert.Equal(t, 1, inner.resets)
+	assert.Len(t, refused, 1, "a real failure is not a refusal")
+	c.Refused = nil
+	assert.False(t, c.AddFailure(fmt.Errorf("dial: %w", ErrGoverned), "h"), "no Refused: still no conviction")
 }
 
 // The cache returns what was put, forgets what Retain rejects, and a nil cache holds nothing.

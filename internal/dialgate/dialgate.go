@@ -124,7 +124,7 @@ const (
 	SlowSetup = time.Second
 	// ServedHold is how many times a served client's slow setup its other setups to the host
 	// wait at least (the pause range; see SetupDone).
-	ServedHold = 8
+	ServedHold = 4
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
 	// setupPatience: a setup in flight this long no longer holds the host's next one (no
@@ -521,11 +521,9 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 //     login are likely through. Capped at MaxInterval, a 300-client fleet at bcrypt cost 12
 //     kept the server's login queue full with served clients' extras that came back every
 //     15–30 s, and left 4 clients unserved (make fleet). Ours waits the whole pause, past
-//     DelayCap, and the range is at least 8 (not 4) times the slow setup's time: served
-//     clients' extras still took about two thirds of the node's logins from 40 s after it
-//     answered until the last client served (make fleet, 300 clients, cost 12,
-//     disablebinary: T100 173.55 s with ours at most MaxInterval and 4 times, 152.74 s with
-//     ours waiting, 117.95 s at 8 times).
+//     DelayCap: its login, too, is one more ahead of a client not yet served (make fleet, 300
+//     clients, cost 12, disablebinary: T100 173.55 s with ours at most MaxInterval of it,
+//     152.74 s with ours waiting all of it, one run each; docs/fleet.md).
 //
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
@@ -583,6 +581,28 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		return h.pause
 	}
 	return now
+}
+
+// PoolEmpty records that the driver's pool at addr has no connection: a fill it began there
+// was refused (the drivers call their conviction policy only then). A client served there is
+// not any more (the connection that served it was closed, or the pool dropped it), so its
+// served pause at addr ends: its next pool setup there is a first login again, not an extra
+// to hold for minutes behind the fleet's. Reasoned from gocql's pools (a connection closed
+// after it served; a fill whose pool was closed meanwhile drops the connection it set up),
+// not seen in make fleet's traces of the clients it left unserved.
+func (d *DialGate) PoolEmpty(now time.Time, addr netip.AddrPort) {
+	h := d.hosts[addr]
+	if h == nil || !h.served {
+		return
+	}
+	h.served, h.window = false, 0
+	if h.pause.After(now) {
+		h.pause = now
+	}
+	d.served = false
+	for _, o := range d.hosts {
+		d.served = d.served || o.served
+	}
 }
 
 // OwnSetupDone records how a setup of ours to addr ended (its dial, login and first metadata

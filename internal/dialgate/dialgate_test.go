@@ -646,18 +646,18 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
 	now = now.Add(2 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 8 × 2 s) = 16 s
-	// Equal jitter: u = 0.5 pauses 16 s × (1 + 0.5) / 2 = 12 s; u = 0 would pause 8 s.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(12*time.Second-time.Millisecond), hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(12*time.Second), hostA))
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 4 × 2 s) = 8 s
+	// Equal jitter: u = 0.5 pauses 8 s × (1 + 0.5) / 2 = 6 s; u = 0 would pause 4 s.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(6*time.Second-time.Millisecond), hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(6*time.Second), hostA))
 	now = now.Add(20 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 8 × 20 s = 160 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(120*time.Second-time.Millisecond), hostA), "window 160 s, paused 120 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(120*time.Second), hostA))
-	now = now.Add(130 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy) // 2 × 160 s, capped at ServedHold × MaxInterval = 240 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(180*time.Second-time.Millisecond), hostA), "window 240 s, paused 180 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(180*time.Second), hostA))
+	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 20 s = 80 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(60*time.Second-time.Millisecond), hostA), "window 80 s, paused 60 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(60*time.Second), hostA))
+	now = now.Add(70 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy) // 2 × 80 s, capped at ServedHold × MaxInterval = 120 s
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(90*time.Second-time.Millisecond), hostA), "window 120 s, paused 90 s")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(90*time.Second), hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
 	gate.SetupDone(now, hostB, Pool, 30*time.Millisecond, SetupBusy)
@@ -710,8 +710,8 @@ func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 // gocql v2's control connection, admitted as a pool's (PooledControl): it takes the returning
 // host's slot, and its end frees it, but ready, slowly, it does not serve the client, so the
 // pool's first setup waits out an unserved client's pause (from 100 ms, full jitter), not a
-// served one's (ServedHold × its 3 s: 12 s at u = 0). Checked to fail with its end recorded by
-// SetupDone (the pool's setup then waited 12 s).
+// served one's (ServedHold × its 3 s: 6 s at u = 0). Checked to fail with its end recorded by
+// SetupDone (the pool's setup then waited 6 s).
 func TestDialGateReturnPooledControlDoesNotServe(t *testing.T) {
 	gate := New(testConfig, func() float64 { return 0 })
 	now := at(5 * time.Second)
@@ -813,7 +813,7 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 		"the driver sets the host up: ours does not slip in before its redial (checked to fail with only setups in flight holding ours)")
 	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA), "the driver's redial")
 	ready = pauseEnd.Add(3 * time.Second)
-	pause := ready.Add(18 * time.Second) // served, slow: window 8 × 3 s, u = 0.5: 24 s × 0.75
+	pause := ready.Add(9 * time.Second) // served, slow: window 4 × 3 s, u = 0.5: 12 s × 0.75
 	assert.Equal(t, pause, gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(pause, hostA))
 
@@ -908,14 +908,14 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate.Done(later, hostB, true, false) // hostB returning too
 	gate.SetupDone(later, hostA, Pool, 80*time.Millisecond, SetupOK)
 	gate.SetupDone(later, hostB, Pool, 12*time.Second, SetupBusy) // dropped from hostB's queue
-	// Served (at hostA): window max(100 ms, 8 × 12 s) = 96 s, u = 0.5: every setup to hostB
-	// waits 72 s, ours too, past MaxInterval (30 s).
-	assert.Equal(t, later.Add(72*time.Second), gate.PauseUntil(hostB))
-	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(72*time.Second-time.Millisecond), hostB))
-	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(later.Add(72*time.Second-time.Millisecond), hostB))
-	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(later.Add(72*time.Second-time.Millisecond), hostB), "ours waits the served pause too")
-	assert.True(t, gate.AdmitOwn(later.Add(72*time.Second), hostB).Allowed())
-	assert.True(t, gate.Admit(later.Add(72*time.Second), hostB).Allowed())
+	// Served (at hostA): window max(100 ms, 4 × 12 s) = 48 s, u = 0.5: every setup to hostB
+	// waits 36 s, ours too, past MaxInterval (30 s).
+	assert.Equal(t, later.Add(36*time.Second), gate.PauseUntil(hostB))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB))
+	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(later.Add(36*time.Second-time.Millisecond), hostB))
+	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(later.Add(36*time.Second-time.Millisecond), hostB), "ours waits the served pause too")
+	assert.True(t, gate.AdmitOwn(later.Add(36*time.Second), hostB).Allowed())
+	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB).Allowed())
 	gate.ConnUp(later)
 	gate.ConnDown(later.Add(time.Second)) // a new outage: not served again
 	_, _ = dial(gate, later.Add(time.Second), hostC, false)
@@ -925,4 +925,38 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate.Done(back, hostC, true, false)
 	gate.SetupDone(back, hostC, Pool, 12*time.Second, SetupBusy)
 	assert.Equal(t, back.Add(50*time.Millisecond), gate.PauseUntil(hostC), "not served in this outage: retried soon")
+}
+
+// A served client whose pool at the host is empty again (a fill the governor refused left it
+// with no connection: PoolEmpty) is not served there any more: its served pause ends, and its
+// next slow-down signal pauses it as a client not yet served (from 100 ms), not for a
+// multiple of the slow setup. A host the client is not served at keeps its pause. Checked to
+// fail with PoolEmpty a no-op (the pool's setup was refused slow_down for 9 s).
+func TestDialGatePoolEmptyEndsTheServedPause(t *testing.T) {
+	u := 0.5
+	now := at(5 * time.Second)
+	gate := oursDownReturning(t, &u) // hostA returning, the pool's first setup in flight
+	ready := now.Add(3 * time.Second)
+	gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK) // served, slow: window 4 × 3 s, paused 9 s
+	require.Equal(t, ready.Add(9*time.Second), gate.PauseUntil(hostA))
+	lost := ready.Add(time.Second)
+	require.Equal(t, VerdictSlowDown, gate.Admit(lost, hostA), "served: the pool's next setup waits")
+
+	gate.PoolEmpty(lost, hostA) // the connection that served was closed; gocql's refill was refused
+	v := gate.Admit(lost, hostA)
+	require.Equal(t, VerdictPass, v, "a first login again")
+	busy := lost.Add(12 * time.Second)
+	gate.SetupDone(busy, hostA, Pool, 12*time.Second, SetupBusy) // dropped from the server's queue
+	assert.Equal(t, busy.Add(50*time.Millisecond), gate.PauseUntil(hostA), "not served: window 100 ms, u = 0.5")
+
+	// Not served at hostB: PoolEmpty there changes nothing.
+	_, _ = dial(gate, now, hostB, false)
+	back := busy.Add(time.Second)
+	require.True(t, gate.Admit(back, hostB).Allowed())
+	gate.Done(back, hostB, true, false)
+	gate.SetupDone(back, hostB, Pool, 12*time.Second, SetupBusy)
+	pause := gate.PauseUntil(hostB)
+	require.True(t, pause.After(back))
+	gate.PoolEmpty(back, hostB)
+	assert.Equal(t, pause, gate.PauseUntil(hostB))
 }

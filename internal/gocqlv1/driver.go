@@ -96,7 +96,7 @@ func govern(cfg *gocql.ClusterConfig, gate adapter.Gate, inner gocql.HostDialer,
 	if conviction == nil {
 		conviction = &gocql.SimpleConvictionPolicy{}
 	}
-	cfg.ConvictionPolicy = &adapter.GovernedConviction[*gocql.HostInfo]{Inner: conviction}
+	cfg.ConvictionPolicy = &adapter.GovernedConviction[*gocql.HostInfo]{Inner: conviction, Refused: adapter.PoolEmptyAt[*gocql.HostInfo](gate)}
 	in.dialer, in.conviction, in.observer = cfg.HostDialer, cfg.ConvictionPolicy, cfg.ConnectObserver
 	if iv := adapter.ReconnectInterval(cfg.ReconnectInterval, defaultReconnectInterval); iv != cfg.ReconnectInterval {
 		cfg.ReconnectInterval, in.interval = iv, iv

@@ -3,7 +3,10 @@ package gocqlv1
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -126,4 +129,32 @@ func TestPlainHostDialerDialsAndWrapsTLS(t *testing.T) {
 	p.TLS = &tls.Config{InsecureSkipVerify: true}
 	_, err = p.DialHost(context.Background(), h)
 	assert.Error(t, err)
+}
+
+// emptiedGate records PoolEmpty; the rest of adapter.Gate does nothing.
+type emptiedGate struct{ emptied []netip.AddrPort }
+
+func (g *emptiedGate) SetReconnectInterval(time.Duration) {}
+func (g *emptiedGate) Admit(context.Context, netip.AddrPort) (bool, error) {
+	return false, nil
+}
+func (g *emptiedGate) Done(context.Context, netip.AddrPort, bool, error) {}
+func (g *emptiedGate) SetupDone(netip.AddrPort, time.Duration, error)    {}
+func (g *emptiedGate) PoolEmpty(addr netip.AddrPort)                     { g.emptied = append(g.emptied, addr) }
+
+// gocql v1.7.0 calls its conviction policy only when a fill left the pool empty: governed, a
+// refused fill tells the gate that the pool at the host has no connection (its served pause
+// there ends, dialgate.DialGate.PoolEmpty), and convicts nothing; a real failure is gocql's
+// policy's and says nothing to the gate. Checked to fail with Refused left unset in govern.
+func TestGovernedRefusedFillEmptiesThePool(t *testing.T) {
+	cfg := gocql.NewCluster("127.0.0.1")
+	gate := &emptiedGate{}
+	govern(cfg, gate, PlainHostDialer(cfg, nil), &installed{cfg: cfg})
+	h, err := HostInfo(adapter.Endpoint{Addr: "127.0.0.7:9042"})
+	require.NoError(t, err)
+	refusal := &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("%w (slow_down)", adapter.ErrGoverned)}
+	assert.False(t, cfg.ConvictionPolicy.AddFailure(refusal, h))
+	assert.Equal(t, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.7:9042")}, gate.emptied)
+	assert.True(t, cfg.ConvictionPolicy.AddFailure(errors.New("connection refused"), h), "gocql's simple policy convicts")
+	assert.Len(t, gate.emptied, 1, "a real failure says nothing to the gate")
 }
