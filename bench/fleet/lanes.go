@@ -27,6 +27,7 @@ type target struct {
 	port           int
 	user, password string
 	w              *worker
+	tr             *trace // this client's own trace (the report's line if it is left unserved)
 }
 
 // v1 is a gocql v1 ClusterConfig for the target, with its defaults otherwise.
@@ -35,7 +36,7 @@ func (t target) v1() *gocql.ClusterConfig {
 	cfg.HostFilter = gocql.WhiteListHostFilter(t.hosts...) // only the fleet's nodes (fleetHosts)
 	cfg.Port = t.port
 	cfg.Authenticator = gocql.PasswordAuthenticator{Username: t.user, Password: t.password}
-	cfg.ConnectObserver = t.w
+	cfg.ConnectObserver = v1Observer{t.w, t.tr}
 	return cfg
 }
 
@@ -45,12 +46,24 @@ func (t target) v2() *gocql2.ClusterConfig {
 	cfg.HostFilter = gocql2.WhiteListHostFilter(t.hosts...) // only the fleet's nodes (fleetHosts)
 	cfg.Port = t.port
 	cfg.Authenticator = gocql2.PasswordAuthenticator{Username: t.user, Password: t.password}
-	cfg.ConnectObserver = v2Observer{t.w}
+	cfg.ConnectObserver = v2Observer{t.w, t.tr}
 	return cfg
 }
 
-// observer counts the dials of cqlcontrol's own control connection.
-func (t target) observer() controlconn.Option { return controlconn.WithObserver(t.w.ccObserver()) }
+// observer counts the dials of cqlcontrol's own control connection, and traces them and the
+// governor's decisions for the client.
+func (t target) observer() controlconn.Option {
+	return controlconn.WithObserver(controlconn.Observer{
+		DialFinished: func(_ controlconn.Endpoint, err error, _ time.Duration) {
+			t.w.setupEnded(time.Now(), err)
+			t.tr.setupErr("ours", err)
+		},
+		GovernorDecided: t.tr.verdict,
+		GovernorSetup: func(outcome string, took time.Duration) {
+			t.tr.setup("gov", fmt.Sprintf("%s %.1fs", outcome, took.Seconds()))
+		},
+	})
+}
 
 // lane builds one client. Each lane is one small function: a new lane (an admission
 // controller, say) is one more entry in lanes.
@@ -205,6 +218,23 @@ func (c v2Client) Close() {
 }
 
 // v2Observer is the worker as v2's ConnectObserver.
-type v2Observer struct{ w *worker }
+// v1Observer and v2Observer count the driver's setups (the worker's) and trace the client's.
+type v1Observer struct {
+	w  *worker
+	tr *trace
+}
 
-func (o v2Observer) ObserveConnect(c gocql2.ObservedConnect) { o.w.setupEnded(c.End, c.Err) }
+func (o v1Observer) ObserveConnect(c gocql.ObservedConnect) {
+	o.w.setupEnded(c.End, c.Err)
+	o.tr.setupErr("driver", c.Err)
+}
+
+type v2Observer struct {
+	w  *worker
+	tr *trace
+}
+
+func (o v2Observer) ObserveConnect(c gocql2.ObservedConnect) {
+	o.w.setupEnded(c.End, c.Err)
+	o.tr.setupErr("driver", c.Err)
+}

@@ -37,6 +37,9 @@ import (
 // workerEnv marks a worker process (the coordinator's binary, or the test binary, run again).
 const workerEnv = "CQLCONTROL_FLEET_WORKER"
 
+// unservedTraces is how many clients left unserved each worker process prints the trace of.
+const unservedTraces = 5
+
 const (
 	user     = "fleet"
 	password = "fleet-password"
@@ -813,6 +816,11 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 				continue
 			}
 			firsts = append(firsts, math.Max(0, time.Unix(0, ns).Sub(ready).Seconds()))
+		}
+		for i, u := range l.Report.Unserved {
+			if i < unservedTraces {
+				fmt.Fprintf(os.Stderr, "fleet: a client left unserved (times after the fault): %s\n", u)
+			}
 		}
 		r.Setups.add(l.Report.Setups)
 		fleetCPU += l.Report.CPU

@@ -12,10 +12,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/gocql/gocql"
-
-	"github.com/cqlcontrol/cqlcontrol/controlconn"
 )
 
 // A worker is one OS process of the fleet (GOMAXPROCS=1) holding its share of the clients.
@@ -47,6 +43,9 @@ type workerReport struct {
 	// after "down" (from its last success before, or the last one at "report" when none came
 	// since).
 	MaxGap []time.Duration `json:"max_gap_ns"`
+	// Unserved is, for each client with no successful query since "down", its trace: its
+	// latest setups and the governor's decisions on its dials.
+	Unserved []string `json:"unserved,omitempty"`
 }
 
 // setups counts connection setups: gocql's (ConnectObserver: dial, STARTUP, AUTH) and
@@ -158,19 +157,11 @@ func (w *worker) setupEnded(end time.Time, err error) {
 	}
 }
 
-// ObserveConnect implements gocql.ConnectObserver.
-func (w *worker) ObserveConnect(c gocql.ObservedConnect) { w.setupEnded(c.End, c.Err) }
-
-// ccObserver counts the dials of cqlcontrol's control connection (ErrLostRace included: a dial
-// that lost the race may have logged in).
-func (w *worker) ccObserver() controlconn.Observer {
-	return controlconn.Observer{DialFinished: func(_ controlconn.Endpoint, err error, _ time.Duration) { w.setupEnded(time.Now(), err) }}
-}
-
 // member is one client, its first success after "down", its last success and its longest
 // gap between two successes since "down" (Unix nanoseconds, nanoseconds).
 type member struct {
 	c       client
+	tr      trace
 	firstOK atomic.Int64
 	lastOK  atomic.Int64
 	maxGap  atomic.Int64
@@ -223,7 +214,7 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for ctx.Err() == nil {
-				c, err := newClient(ctx, target{hosts: hosts, port: port, user: user, password: password, w: w})
+				c, err := newClient(ctx, target{hosts: hosts, port: port, user: user, password: password, w: w, tr: &m.tr})
 				if err == nil {
 					m.c = c
 					return
@@ -255,6 +246,7 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 				qcancel()
 				if err != nil && down.Load() != 0 {
 					failures.Add(1)
+					m.tr.query(err)
 				}
 				if err == nil {
 					m.succeeded(time.Now().UnixNano(), down.Load())
@@ -292,6 +284,7 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			for _, m := range members {
 				m.firstOK.Store(0)
 				m.maxGap.Store(0)
+				m.tr.reset(now)
 			}
 			failures.Store(0)
 			down.Store(now.UnixNano())
@@ -329,6 +322,9 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			for _, m := range members {
 				r.FirstOK = append(r.FirstOK, m.firstOK.Load())
 				r.MaxGap = append(r.MaxGap, m.gapAt(now))
+				if m.firstOK.Load() == 0 {
+					r.Unserved = append(r.Unserved, m.tr.String())
+				}
 			}
 			w.mu.Lock()
 			r.Setups = w.set
