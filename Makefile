@@ -115,7 +115,8 @@ containers:
 # for BENCHMARKS.md. Needs java (17) and mvn, as make real, and root for the SYN counts
 # (nftables, installed from Debian's package here, and the workers' group ID); without them
 # the run counts no SYNs and says so. About 40 minutes on two cores with the defaults;
-# FLEET_FLAGS narrows or widens a run (-k 100 -costs 10 -lanes gocql).
+# FLEET_FLAGS narrows or widens a run (-k 100 -costs 10 -lanes gocql; -lanes java adds the Java
+# driver 4, its jars fetched by Maven into the cache the first time).
 FLEET_FLAGS ?= -k 100,300 -costs 10,12
 fleet:
 	@command -v nft >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nftables; } || true

@@ -73,8 +73,8 @@ type errorf string
 
 func (e errorf) Error() string { return string(e) }
 
-// The fleet harness end to end on one real node, short (make real): 20 clients of gocql alone
-// and of cqlcontrol governed through the native transport off for 5 s. It fails when the
+// The fleet harness end to end on one real node, short (make real): 20 clients of gocql alone,
+// of cqlcontrol governed and of the Java driver through the native transport off for 5 s. It fails when the
 // harness breaks (a client that never serves again, no setups or logins counted, no floor, no
 // canary figures), not on a latency bound.
 func TestRealFleetSmoke(t *testing.T) {
@@ -87,13 +87,13 @@ func TestRealFleetSmoke(t *testing.T) {
 	if c, err := syncount.New("cqlcontrol_fleettest_", fleetGID, []string{"127.0.0.112"}, 9042); err == nil {
 		nftOK = c.Close() == nil
 	}
-	p := plan{lanes: []string{"gocql", "cqlcontrol-governed"}, faults: []string{"disablebinary"}, ks: []int{20}, costs: []int{10},
+	p := plan{lanes: []string{"gocql", "cqlcontrol-governed", javaLane}, faults: []string{"disablebinary"}, ks: []int{20}, costs: []int{10},
 		perProc: 10, binaryOff: 5 * time.Second, capAfter: 30 * time.Second, ip: "127.0.0.112",
 		settle: time.Second, tail: 3 * time.Second, floorWarm: time.Second, floorWindow: 2 * time.Second, canarySteady: 2 * time.Second}
 	res, err := run(p, func(r Row, _ *Results) { t.Log(r.line()) })
 	require.NoError(t, err)
 	require.Positive(t, res.Floors["10"].LoginsPerSec, "the floor")
-	require.Len(t, res.Rows, 2)
+	require.Len(t, res.Rows, 3)
 	for _, r := range res.Rows {
 		assert.Zero(t, r.Unserved, "%s: every client serves again", r.Lane)
 		assert.Len(t, r.FirstOK, 20, r.Lane)
@@ -493,4 +493,13 @@ func TestFleetHosts(t *testing.T) {
 	all := []string{"127.0.0.111", "127.0.0.112", "127.0.0.113"}
 	assert.Equal(t, []string{"127.0.0.112", "127.0.0.113"}, fleetHosts(all, 3))
 	assert.Equal(t, []string{"127.0.0.111"}, fleetHosts(all[:1], 1))
+}
+
+// The java lane's clients live in JVMs: a Go worker refuses the lane, and the coordinator
+// starts java/FleetWorker.java with the eight arguments it parses, in its order.
+func TestJavaLaneRunsInAJVM(t *testing.T) {
+	require.ErrorContains(t, runWorker(javaLane, []string{"127.0.0.1"}, 9042, 1, user, password, time.Second, time.Second), "JVM")
+	cmd := javaRuntime{lib: "/lib", src: "/src/FleetWorker.java"}.workerCmd([]string{"127.0.0.1", "127.0.0.2"}, 9042, 7, 100*time.Millisecond, time.Second)
+	assert.Equal(t, []string{"java", "-cp", "/lib/*", "/src/FleetWorker.java", "127.0.0.1,127.0.0.2", "9042", "7", "100", "1000", user, password, javaDC}, cmd.Args)
+	assert.Equal(t, 2, laneConns(javaLane), "a session's control connection and its pool of one")
 }

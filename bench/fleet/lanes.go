@@ -65,7 +65,7 @@ func (t target) observer() controlconn.Option {
 	})
 }
 
-// lane builds one client. Each lane is one small function: a new lane (an admission
+// lane builds one client (nil for the java lane, whose clients live in a JVM). Each lane is one small function: a new lane (an admission
 // controller, say) is one more entry in lanes.
 type lane func(ctx context.Context, t target) (client, error)
 
@@ -82,6 +82,8 @@ var lanes = []struct {
 	{"cqlcontrol-governed", cqlcontrolGoverned, 4},
 	{"gocqlv2", gocqlV2Alone, 3},
 	{"cqlcontrol-governed-v2", cqlcontrolGovernedV2, 4},
+	// The Java driver 4 (java.go): its control connection and one pool connection per node.
+	{javaLane, nil, 2},
 }
 
 // defaultLanes are the lanes make fleet takes.

@@ -165,6 +165,8 @@ type plan struct {
 	// canaryEvery is the canary's query interval, canarySteady its steady window before the
 	// fault (canary.go's constants unless set, shorter in tests).
 	canaryEvery, canarySteady time.Duration
+	// java is the java lane's runtime (prepareJava); nil when the run has no java lane.
+	java *javaRuntime
 }
 
 func (p plan) withDefaults() plan {
@@ -445,6 +447,13 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 	if err := validNodes(p.nodes); err != nil {
 		return nil, err
 	}
+	if slices.Contains(p.lanes, javaLane) && p.java == nil {
+		j, err := prepareJava()
+		if err != nil {
+			return nil, err
+		}
+		p.java = &j
+	}
 	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}}
 	for _, cost := range p.costs {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
@@ -527,8 +536,18 @@ func startWorkers(c *realcluster.Cluster, p plan, lane string, k int, synGroup b
 	var ws []*workerProc
 	for i := 0; i*p.perProc < k; i++ {
 		n := min(p.perProc, k-i*p.perProc)
-		cmd := exec.Command(self, "-worker", "-lane", lane, "-host", strings.Join(fleetHosts(c.Hosts(), p.nodes), ","), "-port", strconv.Itoa(c.Port()),
-			"-n", strconv.Itoa(n), "-wait-every", p.waitEvery.String(), "-serve-every", p.serveEvery.String())
+		hosts := fleetHosts(c.Hosts(), p.nodes)
+		var cmd *exec.Cmd
+		if lane == javaLane {
+			if p.java == nil {
+				stopWorkers(ws)
+				return nil, errors.New("the java lane was not prepared (prepareJava)")
+			}
+			cmd = p.java.workerCmd(hosts, c.Port(), n, p.waitEvery, p.serveEvery)
+		} else {
+			cmd = exec.Command(self, "-worker", "-lane", lane, "-host", strings.Join(hosts, ","), "-port", strconv.Itoa(c.Port()),
+				"-n", strconv.Itoa(n), "-wait-every", p.waitEvery.String(), "-serve-every", p.serveEvery.String())
+		}
 		cmd.Env = append(os.Environ(), "GOMAXPROCS=1", workerEnv+"=1")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if synGroup {

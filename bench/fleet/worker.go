@@ -198,6 +198,9 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 	if err != nil {
 		return err
 	}
+	if newClient == nil {
+		return fmt.Errorf("lane %s runs its workers in a JVM (java/FleetWorker.java), not here", laneName)
+	}
 	w := &worker{out: json.NewEncoder(os.Stdout)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
