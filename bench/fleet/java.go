@@ -78,7 +78,7 @@ func prepareJava() (javaRuntime, error) {
 	return javaRuntime{lib, src}, nil
 }
 
-// javaWorkerCmd is the command of one java worker of n clients.
+// workerCmd is the command of one java worker of n clients.
 func (j javaRuntime) workerCmd(hosts []string, port, n int, waitEvery, serveEvery time.Duration) *exec.Cmd {
 	return exec.Command("java", "-cp", filepath.Join(j.lib, "*"), j.src,
 		strings.Join(hosts, ","), strconv.Itoa(port), strconv.Itoa(n),

@@ -29,6 +29,9 @@ var external = map[string]string{
 	"SingleTargetLoadBalancingPolicy": "scylla-rust-driver",
 	"Session.execute":                 "the Python driver",
 	"localDataCenter":                 "the Node.js driver",
+	// docs/fleet.md: the java lane's sessions and the node metric its setups are read from.
+	"CqlSession":             "Java driver 4",
+	"errors.connection.init": "Java driver 4's node metric",
 	// Cassandra's: an error, a server-side class, and the source cqlsim/README.md follows.
 	"Overloaded":                        "the native protocol's error 0x1001",
 	"PEMBasedSslContextFactory":         "Cassandra's server-side TLS class",
