@@ -86,6 +86,9 @@ func TestGovernedV2SessionDuringOutages(t *testing.T) {
 		session.Close()
 		assert.NoError(t, cc.Close())
 		assert.NoError(t, sim.Close())
-		time.Sleep(time.Second) // gocql's reconnect goroutine ends its pause after a failed fill
+		// gocql's reconnect goroutine may be mid-round at Close: for each down host a fill can
+		// take a dial (ConnectTimeout, 11 s) and then a pause of up to 131 ms. A minute of the
+		// bubble's clock lets the round of 3 hosts end (1 s was too short once in CI).
+		time.Sleep(time.Minute)
 	})
 }
