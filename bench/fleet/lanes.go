@@ -65,8 +65,8 @@ func (t target) observer() controlconn.Option {
 	})
 }
 
-// lane builds one client (nil for the java lane, whose clients live in a JVM). Each lane is one small function: a new lane (an admission
-// controller, say) is one more entry in lanes.
+// lane builds one client (nil for the java lane, whose clients live in a JVM). Each lane is
+// one small function: a new lane (an admission controller, say) is one more entry in lanes.
 type lane func(ctx context.Context, t target) (client, error)
 
 // lanes are the lanes by name, in the order a run takes them, with how many logged-in

@@ -162,7 +162,6 @@ public class FleetWorker {
 
     AtomicLong down = new AtomicLong(), failures = new AtomicLong();
     CountDownLatch okOnce = new CountDownLatch(n);
-    List<Thread> loops = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       Member m = members[i];
       long offset = serveMs * i / n; // spread the clients' queries over the serving interval
@@ -201,7 +200,6 @@ public class FleetWorker {
       });
       t.setDaemon(true);
       t.start();
-      loops.add(t);
     }
     okOnce.await();
     emit("{\"ev\":\"up\"}");
