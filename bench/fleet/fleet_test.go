@@ -109,6 +109,7 @@ func TestRealFleetSmoke(t *testing.T) {
 		assert.True(t, r.hasCanary(), "%s: the canary's steady window", r.Lane)
 		assert.GreaterOrEqual(t, r.CanarySteadyP99Ms, r.CanarySteadyP50Ms, r.Lane)
 		assert.Zero(t, r.Nodes, "%s: one node, not recorded", r.Lane)
+		assert.Zero(t, r.NotServingAtFault, "%s: every client answered \"live\" serving before the fault", r.Lane)
 		if nftOK {
 			require.NotNil(t, r.SYNs, "%s: SYNs counted", r.Lane)
 			assert.Positive(t, r.SYNs.Return, "%s: the fleet's setups after the node answered", r.Lane)
@@ -414,6 +415,7 @@ func TestTable(t *testing.T) {
 		"read tcp ADDR->ADDR: read: connection reset by peer": 5,
 		"no response to connection startup within timeout":    10,
 	}
+	three.NotServingAtFault = 7
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
 	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
@@ -432,6 +434,7 @@ func TestTable(t *testing.T) {
 	assert.True(t, strings.HasPrefix(lines[5], "| 10 | kill | 300 | 3 | cqlcontrol-governed |"), lines[5])
 	assert.True(t, strings.HasSuffix(lines[5], "| 0.50 / 0.90 → – |"), lines[5])
 	assert.True(t, strings.HasPrefix(lines[6], "| 10 | kill | 300 (3 nodes) | 3 | gocql |"), lines[6])
+	assert.Contains(t, lines[6], "| 5.00 | 9.00 | 10.00 (7 not serving at the fault) |", "a fleet not whole at the fault's start says so")
 	assert.Contains(t, lines[6], "| 900 (0) | 0–4 |", "wasted: 4, less the 10 kept during the read")
 	assert.Contains(t, lines[6], "| 700 / 40 / 5 / 10 + 25 |", "the 25 setups the server's queue timed out are timed out, not other failures")
 	assert.True(t, strings.HasSuffix(lines[6], "| 120 / 640 | 0.0 | 0.0 | 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
@@ -502,4 +505,49 @@ func TestJavaLaneRunsInAJVM(t *testing.T) {
 	cmd := javaRuntime{lib: "/lib", src: "/src/FleetWorker.java"}.workerCmd([]string{"127.0.0.1", "127.0.0.2"}, 9042, 7, 100*time.Millisecond, time.Second)
 	assert.Equal(t, []string{"java", "-cp", "/lib/*", "/src/FleetWorker.java", "127.0.0.1,127.0.0.2", "9042", "7", "100", "1000", user, password, javaDC}, cmd.Args)
 	assert.Equal(t, 2, laneConns(javaLane), "a session's control connection and its pool of one")
+}
+
+// Before a fault the coordinator asks the workers how many clients serve until all of them do,
+// or the deadline: the count is the workers' latest answers.
+func TestAwaitLive(t *testing.T) {
+	ws := []*workerProc{fakeLive(10, 7, 10), fakeLive(5, 5)}
+	live, err := awaitLive(ws, time.Now().Add(time.Minute), time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, 15, live, "asked again until every client serves")
+	assert.Equal(t, 2, ws[0].stdin.(*liveAnswers).asked, "two rounds")
+
+	ws = []*workerProc{fakeLive(10, 3, 4), fakeLive(5, 5)}
+	live, err = awaitLive(ws, time.Now().Add(50*time.Millisecond), 20*time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, 9, live, "the deadline ends the wait with clients still out")
+	assert.GreaterOrEqual(t, ws[0].stdin.(*liveAnswers).asked, 2)
+
+	ended := fakeLive(3)
+	close(ended.lines)
+	ended.log = os.Stdout
+	_, err = awaitLive([]*workerProc{ended}, time.Now().Add(time.Minute), time.Millisecond)
+	require.Error(t, err, "a worker that ended is an error, not a count")
+}
+
+// liveAnswers is a fake worker's stdin: each "live" it is sent is answered with the next of
+// answers (the last one again once they run out).
+type liveAnswers struct {
+	lines   chan workerLine
+	answers []int
+	asked   int
+}
+
+func (a *liveAnswers) WriteString(cmd string) (int, error) {
+	if cmd == "live\n" && len(a.answers) > 0 {
+		a.lines <- workerLine{Ev: "live", Serving: a.answers[min(a.asked, len(a.answers)-1)]}
+		a.asked++
+	}
+	return len(cmd), nil
+}
+
+func (a *liveAnswers) Flush() error { return nil }
+
+func fakeLive(n int, answers ...int) *workerProc {
+	lines := make(chan workerLine, 16)
+	return &workerProc{stdin: &liveAnswers{lines: lines, answers: answers}, lines: lines, n: n}
 }

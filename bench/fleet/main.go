@@ -320,7 +320,11 @@ type Row struct {
 	T95      float64 `json:"t95_s"`
 	T100     float64 `json:"t100_s"`
 	Unserved int     `json:"unserved"`
-	Setups   setups  `json:"setups"`
+	// NotServingAtFault is the clients whose latest query had failed when the fault began
+	// (the harness waits up to the cap for every client to serve first): a row whose fleet
+	// was not whole at its start says so.
+	NotServingAtFault int    `json:"not_serving_at_fault,omitempty"`
+	Setups            setups `json:"setups"`
 	// ServerLogins is the logins the node checked during the fault and return (one bcrypt
 	// check each), the canary's own left out: ClientMetrics' AuthSuccess + AuthFailure.
 	// AuthTasks is the auth executor's completed tasks over the same span (nodetool tpstats),
@@ -434,8 +438,8 @@ func (r Row) line() string {
 		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
 			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
 	}
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
-		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d (%d not serving at the fault)  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
+		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.NotServingAtFault, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
 		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.FleetCPU,
 		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary)
 }
@@ -515,10 +519,14 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 // workerProc is one running worker.
 type workerProc struct {
 	cmd   *exec.Cmd
-	stdin *bufio.Writer
+	stdin interface {
+		WriteString(string) (int, error)
+		Flush() error
+	}
 	in    interface{ Close() error }
 	lines chan workerLine
 	log   *os.File
+	n     int // its clients
 }
 
 func (w *workerProc) send(cmd string) {
@@ -566,7 +574,7 @@ func startWorkers(c *realcluster.Cluster, p plan, lane string, k int, synGroup b
 			stopWorkers(ws)
 			return nil, err
 		}
-		w := &workerProc{cmd: cmd, stdin: bufio.NewWriter(stdin), in: stdin, lines: make(chan workerLine, 1024), log: logf}
+		w := &workerProc{cmd: cmd, stdin: bufio.NewWriter(stdin), in: stdin, lines: make(chan workerLine, 1024), log: logf, n: n}
 		go func() {
 			defer close(w.lines)
 			sc := bufio.NewScanner(stdout)
@@ -656,13 +664,52 @@ func runLane(c *realcluster.Cluster, syn *syncount.Counter, p plan, lane string,
 	var rows []Row
 	for _, fault := range p.faults {
 		time.Sleep(p.settle)
+		// A fault begins when the whole fleet serves again (its latest query succeeded), or
+		// capAfter from now with the clients still out recorded: the previous fault's count
+		// ends at the cap, and its unserved clients would otherwise begin this one down.
+		start := time.Now()
+		live, err := awaitLive(ws, time.Now().Add(p.capAfter), time.Second)
+		if err != nil {
+			return rows, err
+		}
+		if live < k || time.Since(start) > 2*time.Second {
+			fmt.Fprintf(os.Stderr, "lane %s K=%d: %d of %d clients serve before %s (waited %.1f s)\n", lane, k, live, k, fault, time.Since(start).Seconds())
+		}
 		r, err := runFault(c, syn, p, ws, lane, fault, k, cost, floor)
 		if err != nil {
 			return rows, err
 		}
+		r.NotServingAtFault = k - live
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// awaitLive asks the workers how many of their clients serve (their latest query succeeded)
+// every poll until all of them do or deadline passes, and returns the last count.
+func awaitLive(ws []*workerProc, deadline time.Time, poll time.Duration) (int, error) {
+	for {
+		for _, w := range ws {
+			w.send("live")
+		}
+		live := make([]int, len(ws))
+		if err := await(ws, "live", time.Now().Add(30*time.Second), func(i int, l workerLine) {
+			if l.Ev == "live" {
+				live[i] = l.Serving
+			}
+		}); err != nil {
+			return 0, err
+		}
+		total, all := 0, true
+		for i, w := range ws {
+			total += live[i]
+			all = all && live[i] >= w.n
+		}
+		if all || !time.Now().Add(poll).Before(deadline) {
+			return total, nil
+		}
+		time.Sleep(poll)
+	}
 }
 
 // runFault takes the fleet through one fault: the canary's steady window, the fault on

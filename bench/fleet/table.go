@@ -53,6 +53,9 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.Unserved > 0 {
 			t100 = fmt.Sprintf("> %.0f (%d unserved)", r.Window, r.Unserved)
 		}
+		if r.NotServingAtFault > 0 {
+			t100 += fmt.Sprintf(" (%d not serving at the fault)", r.NotServingAtFault)
+		}
 		refused, queued := refusedSetups(r.Setups), serverQueueTimeouts(r.Setups)
 		rate := "–"
 		if r.ReturnLoginRate > 0 {

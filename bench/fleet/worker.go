@@ -18,13 +18,14 @@ import (
 // The coordinator talks to it by lines: on stdin "down" (the fault has happened: setups and
 // first successes count from now), "ready" (the node answers CQL again, with several nodes the
 // last faulted one: the CPU count starts), "mark" (the server's login counters are about to be
-// read: the setups kept so far are noted), "report" and "quit"; on stdout one JSON object a
-// line (workerLine).
+// read: the setups kept so far are noted), "report", "live" (how many clients serve now: their
+// latest query succeeded; the coordinator asks before a fault) and "quit"; on stdout one JSON
+// object a line (workerLine).
 
 // workerLine is one line a worker prints.
 type workerLine struct {
-	Ev      string        `json:"ev"`                // "up", "serving", "report", "error"
-	Serving int           `json:"serving,omitempty"` // clients whose first query after "down" succeeded
+	Ev      string        `json:"ev"`                // "up", "serving", "live", "report", "error"
+	Serving int           `json:"serving,omitempty"` // "serving": clients whose first query after "down" succeeded; "live": clients whose latest query succeeded
 	Err     string        `json:"err,omitempty"`
 	Report  *workerReport `json:"report,omitempty"`
 }
@@ -165,6 +166,7 @@ type member struct {
 	firstOK atomic.Int64
 	lastOK  atomic.Int64
 	maxGap  atomic.Int64
+	live    atomic.Bool // its latest query succeeded
 }
 
 // succeeded records a success at now (Unix ns): the gap since the last success counts when
@@ -247,6 +249,7 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 				qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
 				err := m.c.Query(qctx)
 				qcancel()
+				m.live.Store(err == nil)
 				if err != nil && down.Load() != 0 {
 					failures.Add(1)
 					m.tr.query(err)
@@ -335,6 +338,14 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			w.mu.Unlock()
 			down.Store(0)
 			w.emit(workerLine{Ev: "report", Report: r})
+		case "live":
+			k := 0
+			for _, m := range members {
+				if m.live.Load() {
+					k++
+				}
+			}
+			w.emit(workerLine{Ev: "live", Serving: k})
 		case "quit":
 			return nil
 		}

@@ -3,8 +3,8 @@
 // credentials, the local datacenter the driver requires with contact points, the fleet's nodes
 // as the only ones it uses (the Go lanes' HostFilter), a 5 s query timeout (the Go lanes'
 // context) and the driver's own connection-init error counter. It speaks the Go worker's line
-// protocol (worker.go): on stdin "down", "ready", "mark", "report", "quit"; on stdout one JSON
-// object a line ("up", "serving", "report").
+// protocol (worker.go): on stdin "down", "ready", "mark", "report", "live", "quit"; on stdout
+// one JSON object a line ("up", "serving", "live", "report").
 //
 // Args: hosts (comma-separated) port n wait-every-ms serve-every-ms user password datacenter.
 //
@@ -74,6 +74,7 @@ public class FleetWorker {
     volatile CqlSession session;
     final AtomicLong firstOK = new AtomicLong(), lastOK = new AtomicLong(), maxGap = new AtomicLong();
     volatile String lastErr = "";
+    volatile boolean live; // its latest query succeeded
 
     void succeeded(long now, long down) {
       long last = lastOK.getAndSet(now);
@@ -182,6 +183,7 @@ public class FleetWorker {
                 m.lastErr = e.getClass().getSimpleName() + ": " + e.getMessage();
               }
             }
+            m.live = ok;
             if (ok) {
               long now = nowNanos(), d = down.get();
               m.succeeded(now, d);
@@ -264,6 +266,12 @@ public class FleetWorker {
         case "ready":
           cpu0 = cpuNanos();
           break;
+        case "live": {
+          int k = 0;
+          for (Member m : members) if (m.live) k++;
+          emit("{\"ev\":\"live\",\"serving\":" + k + "}");
+          break;
+        }
         case "mark":
           openAtMark = 0;
           for (Member m : members) openAtMark += connections(m.session)[0];
