@@ -551,3 +551,25 @@ func fakeLive(n int, answers ...int) *workerProc {
 	lines := make(chan workerLine, 16)
 	return &workerProc{stdin: &liveAnswers{lines: lines, answers: answers}, lines: lines, n: n}
 }
+
+// An interrupt runs the cleanups still registered, latest first (the workers before the
+// cluster they use, the cluster before its directory), once each, and gives up on one that
+// hangs past its bound.
+func TestInterruptCleanups(t *testing.T) {
+	var ran []string
+	dir := atInterrupt(func() { ran = append(ran, "dir") })
+	cluster := atInterrupt(func() { ran = append(ran, "cluster") })
+	workers := atInterrupt(func() { ran = append(ran, "workers") })
+	workers() // stopped the normal way: not run again
+	assert.True(t, runInterrupts(time.Second))
+	assert.Equal(t, []string{"cluster", "dir"}, ran)
+	assert.True(t, runInterrupts(time.Second))
+	assert.Equal(t, []string{"cluster", "dir"}, ran, "each at most once")
+	dir()
+	cluster() // unregistering after the run is harmless
+
+	release := make(chan struct{})
+	defer close(release)
+	defer atInterrupt(func() { <-release })()
+	assert.False(t, runInterrupts(20*time.Millisecond), "a hung cleanup does not hold the exit")
+}

@@ -96,6 +96,7 @@ func main() {
 		}
 		return
 	}
+	handleInterrupts(*out)
 	if err := validNodes(*nodes); err != nil {
 		fatal(err)
 	}
@@ -145,6 +146,7 @@ func main() {
 		fatal(fmt.Errorf("chart: %w", err))
 	}
 	fmt.Println(table(res.Rows, res.Floors))
+	awaitInterrupt()
 }
 
 type plan struct {
@@ -288,6 +290,7 @@ func atoi(s string) int {
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "fleet:", err)
+	awaitInterrupt()
 	os.Exit(1)
 }
 
@@ -468,6 +471,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 		if err != nil {
 			return res, err
 		}
+		forgetDir := atInterrupt(func() { _ = os.RemoveAll(dir) })
 		c, err := realcluster.Start(context.Background(), realcluster.Config{
 			Nodes: p.nodes, BaseIP: p.ip, Dir: dir, PasswordAuth: true, SuperuserSetupDelay: 500 * time.Millisecond,
 			Roles: []realcluster.Role{{Name: user, HashedPassword: string(hash)}},
@@ -477,11 +481,19 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			Logf:            func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		})
 		if err != nil {
+			forgetDir()
 			_ = os.RemoveAll(dir)
 			return res, err
 		}
 		res.Cassandra = c.Version()
 		syn := installSYNCounter(c)
+		unregister := atInterrupt(func() {
+			_ = c.Close()
+			if syn != nil {
+				_ = syn.Close()
+			}
+			_ = os.RemoveAll(dir)
+		})
 		err = func() error {
 			floor, err := measureFloor(c.Node(0).Addr(), user, password, 8, p.floorWarm, p.floorWindow)
 			if err != nil {
@@ -504,10 +516,12 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			}
 			return nil
 		}()
+		unregister()
 		cerr := c.Close()
 		if syn != nil {
 			cerr = errors.Join(cerr, syn.Close())
 		}
+		forgetDir()
 		_ = os.RemoveAll(dir)
 		if err = errors.Join(err, cerr); err != nil {
 			return res, err
@@ -591,6 +605,14 @@ func startWorkers(c *realcluster.Cluster, p plan, lane string, k int, synGroup b
 	return ws, nil
 }
 
+// killWorkers ends the workers' process groups at once and removes their logs (an interrupt).
+func killWorkers(ws []*workerProc) {
+	for _, w := range ws {
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		_ = os.Remove(w.log.Name())
+	}
+}
+
 func stopWorkers(ws []*workerProc) {
 	for _, w := range ws {
 		w.send("quit")
@@ -658,7 +680,14 @@ func runLane(c *realcluster.Cluster, syn *syncount.Counter, p plan, lane string,
 		return nil, err
 	}
 	defer stopWorkers(ws)
-	if err := await(ws, "up", time.Now().Add(15*time.Minute), nil); err != nil {
+	defer atInterrupt(func() { killWorkers(ws) })()
+	// The start is one herd too: allow twice the fleet's logins at the floor's rate on top
+	// (K = 1,000 at cost 12 took about 15 minutes for gocql alone).
+	start := 15 * time.Minute
+	if floor > 0 {
+		start += time.Duration(2 * float64(k*laneConns(lane)) / floor * float64(time.Second))
+	}
+	if err := await(ws, "up", time.Now().Add(start), nil); err != nil {
 		return nil, err
 	}
 	var rows []Row
