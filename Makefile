@@ -36,7 +36,7 @@ consumer:
 # 3-minute form (real Cassandra; about 4 minutes with the cluster's start): it is here, not in
 # make real, because .ci/run is near its 30-minute budget. .ci/run runs make long after make
 # test when CQLCONTROL_LONG=1 is set (a nightly or pre-release job), not on every change.
-LONG_TESTS = TestGovernedLongOutages|TestGovernedPartialReturn|TestGovernedSixtySecondOutage|TestGovernedFullOutageSevenNodes|TestBlindShortOutages|TestBlindDialsDoNotGrowWithNodesRealSockets|TestFullRestartsAndLongOutageWithGocqlSessionAttached
+LONG_TESTS = TestGovernedLongOutages|TestGovernedPartialReturn|TestGovernedSixtySecondOutage|TestGovernedFullOutageSevenNodes|TestGovernedFullOutageTwelveNodes|TestBlindShortOutages|TestBlindDialsDoNotGrowWithNodesRealSockets|TestFullRestartsAndLongOutageWithGocqlSessionAttached
 LONG_TESTS_V2 = TestFullRestartsAndLongOutageWithV2SessionAttached
 long:
 	CQLCONTROL_LONG=1 TESTCONTAINERS_RYUK_DISABLED=true $(GO) test -race -count=1 -timeout 60m -v -run '^($(LONG_TESTS))$$' ./integration/

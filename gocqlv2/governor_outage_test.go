@@ -164,7 +164,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	t.Logf("FIGURE gocql v2 governed %v full outage, 3 nodes: %d dials of the governed process (v2 session + ours) from the stop until ours was back, v2 session alone %d; ours back %s after the first node_up (re-armed %v); data path back per host after its node_up %v; governor %+v",
 		v2GovernedOutage, g, u, oursBack.Round(100*time.Microsecond), rc.ReArmed, dataBack, st)
 	assert.LessOrEqual(t, g, v2GovernedMaxDials, "dials of the governed process")
-	assert.Less(t, 2*g, u, "the governed process dials less than half what the v2 session alone does")
+	assert.LessOrEqual(t, 3*g, u, "the governed process dials at most a third of what the v2 session alone does (issue 27)")
 	assert.LessOrEqual(t, oursBack, v2GovernedBackWithin, "ours back after the first node_up")
 	for i, d := range dataBack {
 		assert.LessOrEqual(t, d, v2DataPathBackWithin, "host %d's data path back after its node_up", i)

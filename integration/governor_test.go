@@ -29,7 +29,10 @@ import (
 const (
 	governedOutage = 20 * time.Second
 	// governedMaxDials is issue 18's bound for 3 nodes and 20 s (27), and for 7 nodes (31).
-	governedMaxDials, governedMaxDialsSeven = 27, 31
+	// 12 nodes (issue 27 asks for a third of gocql alone's, 519 in each run): the budget's 17
+	// or so dials in 20 s, a failed redial of each host as its connections drop, ours' first
+	// sweep of the 12, and a margin: 45 (21, 36 and 39 in 3 runs under -race on 2026-12-05).
+	governedMaxDials, governedMaxDialsSeven, governedMaxDialsTwelve = 27, 31, 45
 	// governedBackWithin: for the first minute of an outage the budget's interval is 1.2 s
 	// (±10 %); add gocql's 100 ms governed tick and margin for a shared machine. Longer
 	// outages add the interval's growth, outage/50.
@@ -117,6 +120,13 @@ func TestGovernedFullOutageAgainstGocqlAlone(t *testing.T) {
 func TestGovernedFullOutageSevenNodes(t *testing.T) {
 	skipUnlessLong(t, "about 25 s; controlconn's TestGovernorDialsIndependentOfClusterSizeVirtualTime pins 7 nodes in virtual time")
 	governedOutages(t, 7, governedOutage, 1, governedMaxDialsSeven, governedBackWithin, dataPathBackWithin)
+}
+
+// The same 20 s outage on 12 nodes (about 25 s): in make long. Issue 27 asks the process's
+// dials during the outage at most a third of gocql alone's at 3, 7 and 12 nodes.
+func TestGovernedFullOutageTwelveNodes(t *testing.T) {
+	skipUnlessLong(t, "about 25 s; controlconn's TestGovernorDialsIndependentOfClusterSizeVirtualTime pins 12 nodes in virtual time")
+	governedOutages(t, 12, governedOutage, 1, governedMaxDialsTwelve, governedBackWithin, dataPathBackWithin)
 }
 
 // One 60 s full outage of 3 nodes (about 65 s, in make long): at most 70 dials of the
@@ -216,7 +226,7 @@ func governedOutages(t *testing.T, nodes int, outage time.Duration, n, maxDials 
 		t.Logf("FIGURE governed %v full outage %d/%d, %d nodes: %d dials of the governed process (gocql + ours) from the stop until ours was back, gocql alone %d; ours back %s after the first node_up (on %s); data path back per host after its node_up %v; governor: %+v",
 			outage, round+1, n, nodes, g, u, realtime.Millis(connectedAt.Sub(up.At)), ep.Addr, roundData, cc.GovernorStats())
 		assert.LessOrEqual(t, g, maxDials, "dials of the governed process")
-		assert.Less(t, 2*g, u, "the governed process dials less than half what gocql alone does")
+		assert.LessOrEqual(t, 3*g, u, "the governed process dials at most a third of what gocql alone does (issue 27)")
 	}
 	t.Logf("FIGURE governed %v full outages x%d, %d nodes: ours back %v, data path %v", outage, n, nodes, oursLate, dataLate)
 	growth := max(0, budgetInterval(outage)-controlconn.Governor{}.WithDefaults(0).MinInterval)
