@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,25 +47,16 @@ func atInterrupt(f func()) (unregister func()) {
 // whether they all ended within within.
 func runInterrupts(within time.Duration) bool {
 	interrupts.Lock()
-	ids := make([]int, 0, len(interrupts.fs))
-	for id := range interrupts.fs {
-		ids = append(ids, id)
-	}
 	fs := interrupts.fs
 	interrupts.fs = nil
 	interrupts.Unlock()
+	ids := slices.Sorted(maps.Keys(fs))
+	slices.Reverse(ids)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for len(ids) > 0 {
-			latest := 0
-			for i, id := range ids {
-				if id > ids[latest] {
-					latest = i
-				}
-			}
-			fs[ids[latest]]()
-			ids = append(ids[:latest], ids[latest+1:]...)
+		for _, id := range ids {
+			fs[id]()
 		}
 	}()
 	select {
