@@ -81,10 +81,12 @@ const (
 // halves the limit and pauses the host's setups: until a pool setup there was ready, for a
 // random part of a window doubling per signal from 100 ms (a login the server dropped from its
 // queue is retried soon, keeping the client's place in line); once one was, for half to all of
-// a window of at least 4 times the slow setup, up to 4 × MaxInterval (the served client's
-// other setups wait for the clients queued behind it, ours too, past DelayCap). A
+// a window of 4 times as long as the host has been slow (since its first slow setup started),
+// up to 5 minutes (the served client's other setups wait for the clients queued behind it,
+// ours too, past DelayCap). A
 // setup holds the next at most 21 s, and a host known down forgets its setups in flight. The data path first: ours (while down) and gocql's own control
-// connection wait for the driver's first pool setup to a returning host and for its pause, and
+// connection wait for the driver's first pool setup to a returning host (while the client
+// serves nowhere, for as long as the driver asks for one there) and for its pause, and
 // take no setup slot until the client is served there (then ours holds one until its own
 // setup ends); ours is re-armed for that host when the driver's setup ends.
 type Governor struct {

@@ -100,6 +100,7 @@ type gateHost struct {
 	next      time.Time // a known-down host's next real dial
 	accepted  uint64    // the epoch in which the host last accepted a dial or was seen up (0: never)
 	asked     uint64    // the epoch in which the driver last asked to dial it, off the hot path
+	askedAt   time.Time // when the driver last asked for a pool connection to it, off the hot path
 
 	// The return (see SetupDone): while limit > 0 the host admits at most limit setups in
 	// flight and none before pause; limit 0 is open.
@@ -107,7 +108,8 @@ type gateHost struct {
 	setups  int           // setups admitted while limited and not yet done
 	lastSet time.Time     // the last setup admitted while limited (a leak guard: see setupPatience)
 	pause   time.Time     // no setup before then, ours or the driver's (see SetupDone)
-	window  time.Duration // the pause's range, doubled per slow-down signal
+	window  time.Duration // the pause's range (not served: doubled per slow-down signal)
+	slowAt  time.Time     // when the first slow setup since the host came back started (zero: none yet)
 	served  bool          // a driver's pool setup was ready since the host came back
 	booked  bool          // a driver's pool setup was admitted since the host came back (at lastSet)
 	ownSlot bool          // ours holds one of the setups in flight (OwnSetupDone ends it)
@@ -122,9 +124,11 @@ const (
 	OpenLimit = 4
 	// SlowSetup is a setup's duration above which it counts as a slow-down signal.
 	SlowSetup = time.Second
-	// ServedHold is how many times a served client's slow setup its other setups to the host
-	// wait at least (the pause range; see SetupDone).
+	// ServedHold is how many times as long as the host has been slow a served client's other
+	// setups to it wait at most (the pause range; see SetupDone).
 	ServedHold = 4
+	// ServedMax bounds a served client's pause range.
+	ServedMax = 5 * time.Minute
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
 	// setupPatience: a setup in flight this long no longer holds the host's next one (no
@@ -134,6 +138,10 @@ const (
 	// that stopped mid-setup holds nothing once the host is known down: HostDown, a failed
 	// dial and Lost forget the host's setups in flight.
 	setupPatience = 21 * time.Second
+	// askWindow: a driver that asked for a pool connection to a returning host this recently
+	// still sets it up (gocql asks every 100 ms while governed: its reconnect tick, its pools'
+	// fills), so an auxiliary setup there waits for its serving one (auxReturning).
+	askWindow = 2 * time.Second
 )
 
 // SetupOutcome is how a connection setup (connect, STARTUP, authentication) ended.
@@ -304,7 +312,7 @@ func (d *DialGate) AdmitControl(now time.Time, addr netip.AddrPort) Verdict {
 		return d.admit(now, addr, false)
 	}
 	h.asked = d.epoch
-	if v := h.auxReturning(now, false); !v.Allowed() {
+	if v := d.auxReturning(h, now, false); !v.Allowed() {
 		return v
 	}
 	return VerdictPass
@@ -333,10 +341,10 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		h = d.host(addr)
 	}
 	if !own {
-		h.asked = d.epoch
+		h.asked, h.askedAt = d.epoch, now
 	}
 	if !h.down && h.limit > 0 && own {
-		if v := h.auxReturning(now, true); !v.Allowed() {
+		if v := d.auxReturning(h, now, true); !v.Allowed() {
 			return v
 		}
 	}
@@ -438,21 +446,23 @@ func (h *gateHost) book(now time.Time) {
 // the driver's own control connection, neither of which serves a query: the data path first.
 // It waits while the host's pause runs (VerdictSlowDown); until the driver's first pool setup
 // since the host came back is ready, while the driver sets the host up (a pool setup in
-// flight, or one admitted within setupPatience: after a login the server dropped, the pool
-// redials within its pause, and an auxiliary login slipped in between would queue ahead of
-// it; VerdictSetupLimit): a client's first login to a returning host is its serving
+// flight, or one admitted within setupPatience, or, while the client serves nowhere, the
+// driver asking for one within askWindow: after a login the server dropped, the pool redials
+// when its pause ends, which may be more than setupPatience after its last setup, and an
+// auxiliary login slipped in between would queue ahead of it; VerdictSetupLimit): a client's
+// first login to a returning host is its serving
 // connection; and once one was ready, while the setups in flight reach the host's limit
 // (VerdictSetupLimit): one setup after another. It takes no
 // setup slot; a host the driver is not setting up does not hold it. Ours, refused, is marked
 // waiting, and SetupDone says when to re-arm it; the driver's control connection retries on
 // its own schedule.
-func (h *gateHost) auxReturning(now time.Time, own bool) Verdict {
+func (d *DialGate) auxReturning(h *gateHost, now time.Time, own bool) Verdict {
 	h.expire(now)
 	v := VerdictPass
 	switch {
 	case now.Before(h.pause):
 		v = VerdictSlowDown
-	case !h.served && (h.setups > 0 || h.booked && now.Sub(h.lastSet) < setupPatience),
+	case !h.served && (h.setups > 0 || h.booked && (now.Sub(h.lastSet) < setupPatience || !d.served && now.Sub(h.askedAt) < askWindow)),
 		h.served && h.setups >= h.limit:
 		v = VerdictSetupLimit
 	}
@@ -474,13 +484,14 @@ func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 	if d.connUp || h == nil || h.down || h.limit == 0 {
 		return false
 	}
-	return !h.auxReturning(now, true).Allowed()
+	return !d.auxReturning(h, now, true).Allowed()
 }
 
 // startReturn limits h, a host coming back (a dial connected after it was known down, or
 // its UP announcement), to one setup in flight, inflight of which are running already.
 func (h *gateHost) startReturn(now time.Time, inflight int) {
 	h.limit, h.setups, h.lastSet, h.served, h.waiting = 1, inflight, now, false, false
+	h.slowAt = time.Time{}
 	h.booked, h.ownSlot = inflight > 0, false
 }
 
@@ -513,17 +524,18 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 //     cost the server no check, and a long wait would only lose the client its place in line,
 //     while a fast refusal ("Unable to perform authentication" in the quorum window) backs off
 //     exponentially.
-//   - Once one was ready at any host (served), the range doubles too, and is at least
-//     ServedHold times the slow setup's time (at most ServedHold × MaxInterval), and the
-//     pause is between half of it and all of it (equal jitter): a served client's other
-//     setups (its second pool connection, the driver's control connection, ours, and its
-//     setups to other returning hosts) wait until the clients still waiting for their first
-//     login are likely through. Capped at MaxInterval, a 300-client fleet at bcrypt cost 12
-//     kept the server's login queue full with served clients' extras that came back every
-//     15–30 s, and left 4 clients unserved (make fleet). Ours waits the whole pause, past
-//     DelayCap: its login, too, is one more ahead of a client not yet served (make fleet, 300
-//     clients, cost 12, disablebinary: T100 173.55 s with ours at most MaxInterval of it,
-//     152.74 s with ours waiting all of it, one run each; docs/fleet.md).
+//   - Once one was ready at any host (served), the range is ServedHold times as long as the
+//     host has been slow (since the first slow setup there since it came back started), at
+//     most ServedMax, and the pause is between half of it and all of it (equal jitter): a
+//     served client's other setups (its second pool connection, the driver's control
+//     connection, ours, and its setups to other returning hosts) wait until the clients still
+//     waiting for their first login are likely through, the longer the longer the return has
+//     been slow. Ours waits the whole pause, past DelayCap: its login, too, is one more ahead
+//     of a client not yet served. The earlier range, ServedHold times the slow setup's time
+//     doubling per signal up to ServedHold × MaxInterval, let a 1,000-client fleet's served
+//     clients come back with their extras 24–48 s after they were served, and from 40 s after
+//     the node answered until the last client served, about 60 % of the node's logins were
+//     theirs (make fleet, docs/fleet.md).
 //
 // rearmAt is when ours, refused while it waited on this host (AdmitOwn while down: the data
 // path first), may dial it: now once the driver's setup ended ready or failed, the pause's
@@ -553,10 +565,13 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		}
 		if h.limit > 0 {
 			if h.limit++; h.limit >= OpenLimit {
-				h.limit, h.setups, h.window = 0, 0, 0
+				h.limit, h.setups, h.window, h.slowAt = 0, 0, 0, time.Time{}
 			}
 		}
 	default:
+		if h.slowAt.IsZero() {
+			h.slowAt = now.Add(-took) // the host has been slow since this setup started
+		}
 		h.served = h.served || outcome == SetupOK && kind == Pool
 		d.served = d.served || h.served
 		if h.limit == 0 {
@@ -565,7 +580,7 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 			h.limit = max(1, h.limit/2)
 		}
 		if d.served {
-			h.window = min(ServedHold*d.cfg.MaxInterval, max(minWindow, 2*h.window, ServedHold*took))
+			h.window = min(ServedMax, max(minWindow, ServedHold*now.Sub(h.slowAt)))
 			wait := time.Duration(float64(h.window) * (1 + d.rand()) / 2)
 			h.pause = now.Add(wait)
 		} else {

@@ -624,17 +624,20 @@ func TestDialGateReturnSlowStart(t *testing.T) {
 // a login the server dropped after queueing it for 11 s is retried within 100 ms, not after a
 // pause as long as the queue (the earlier rule: at least twice the setup's time, 22 s here, which
 // left a 300-client fleet's dropped clients 6.7× the serving floor late). Once served, the range
-// is at least ServedHold × the slow setup's time, capped at ServedHold × MaxInterval, equal
-// jitter: the client's other setups wait for the clients still queued behind it. Checked to
-// fail with the cap at MaxInterval (paused 22.5 s, the 300-client cost-12 fleet's rule that
-// left 4 clients unserved). An open host is limited
-// again; failures of other kinds (refused) are Done's to judge and change no limit.
+// is ServedHold × how long the host has been slow (since the first slow setup started),
+// at most ServedMax, equal jitter: the client's other setups wait for the clients still
+// queued behind it, the longer the longer the return has been slow. Checked to fail with the
+// earlier served range, ServedHold × the slow setup's time doubling per signal up to
+// ServedHold × MaxInterval (paused 6 s after the first served signal, where a 1,000-client
+// fleet's served clients then took about 60 % of the node's logins, make fleet). An open host
+// is limited again; failures of other kinds (refused) are Done's to judge and change no limit.
 func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	u := 0.5
 	gate := New(testConfig, func() float64 { return u })
-	now := at(5 * time.Second)
-	returned(t, gate, now)
-	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped after 11 s in the server's queue
+	back := at(5 * time.Second)
+	returned(t, gate, back)
+	now := back.Add(11 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped after 11 s in the server's queue: slow since back
 	limit, inflight := gate.Limit(hostA)
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight)
@@ -645,19 +648,26 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped again: window 200 ms, paused 100 ms
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
-	now = now.Add(2 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window max(400 ms, 4 × 2 s) = 8 s
-	// Equal jitter: u = 0.5 pauses 8 s × (1 + 0.5) / 2 = 6 s; u = 0 would pause 4 s.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(6*time.Second-time.Millisecond), hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(6*time.Second), hostA))
-	now = now.Add(20 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 20 s = 80 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(60*time.Second-time.Millisecond), hostA), "window 80 s, paused 60 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(60*time.Second), hostA))
-	now = now.Add(70 * time.Second)
-	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy) // 2 × 80 s, capped at ServedHold × MaxInterval = 120 s
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(90*time.Second-time.Millisecond), hostA), "window 120 s, paused 90 s")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(90*time.Second), hostA))
+	now = now.Add(2 * time.Second) // 24 s after back
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window 4 × 24 s = 96 s
+	// Equal jitter: u = 0.5 pauses 96 s × (1 + 0.5) / 2 = 72 s; u = 0 would pause 48 s.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(72*time.Second-time.Millisecond), hostA))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(72*time.Second), hostA))
+	now = now.Add(92 * time.Second) // 116 s after back
+	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 116 s, capped at ServedMax
+	wait := ServedMax * 3 / 4
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(wait-time.Millisecond), hostA), "window ServedMax, paused 3/4 of it")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(wait), hostA))
+
+	// Fast again: the host opens, and its next slow spell is timed from its own start.
+	for range OpenLimit {
+		gate.SetupDone(now.Add(wait), hostA, Pool, 50*time.Millisecond, SetupOK)
+	}
+	limit, _ = gate.Limit(hostA)
+	require.Zero(t, limit, "open")
+	now = now.Add(wait + time.Minute)
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // slow: 4 × 2 s = 8 s
+	assert.Equal(t, now.Add(6*time.Second), gate.PauseUntil(hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
 	gate.SetupDone(now, hostB, Pool, 30*time.Millisecond, SetupBusy)
@@ -813,7 +823,7 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 		"the driver sets the host up: ours does not slip in before its redial (checked to fail with only setups in flight holding ours)")
 	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA), "the driver's redial")
 	ready = pauseEnd.Add(3 * time.Second)
-	pause := ready.Add(9 * time.Second) // served, slow: window 4 × 3 s, u = 0.5: 12 s × 0.75
+	pause := ready.Add(42150 * time.Millisecond) // served, slow since now: window 4 × 14.05 s, u = 0.5: × 0.75
 	assert.Equal(t, pause, gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(pause, hostA))
 
@@ -821,6 +831,33 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	gate = oursDownReturning(t, &u)
 	gate.SetupDone(now, hostA, Pool, 0, SetupFailed)
 	assert.Equal(t, VerdictPass, gate.AdmitOwn(now, hostA))
+}
+
+// While the client serves nowhere, ours waits for the driver's redial to a returning host
+// however long the pool's pause ran: a driver that still asks for the host (gocql's reconnect
+// tick and pool fills, every 100 ms while governed) sets it up, and ours slipped in at the
+// pause's end would be one more login ahead of the client's serving one (make fleet, 1,000
+// clients: 1,557 of ours dropped from the node's queue). Once the driver has not asked for
+// askWindow, ours goes. Checked to fail with setupPatience alone (ours passed at the pause's
+// end, about 42 s after the pool's last setup).
+func TestDialGateReturnOursWaitsForADriverStillAsking(t *testing.T) {
+	u := 0.99
+	now := at(5 * time.Second)
+	gate := oursDownReturning(t, &u) // the pool's first setup admitted at now
+	busy := now.Add(12 * time.Second)
+	for range 10 { // dropped from the server's queue, again and again: the window reaches MaxInterval
+		gate.SetupDone(busy, hostA, Pool, 12*time.Second, SetupBusy)
+	}
+	pauseEnd := gate.PauseUntil(hostA)
+	require.Greater(t, pauseEnd.Sub(now), setupPatience+askWindow)
+	var lastAsk time.Time
+	for ask := busy; ask.Before(pauseEnd); ask = ask.Add(100 * time.Millisecond) {
+		require.Equal(t, VerdictSlowDown, gate.Admit(ask, hostA))
+		lastAsk = ask
+	}
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(pauseEnd, hostA), "the driver still asks for the host")
+	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(pauseEnd, hostA), "gocql's control connection waits too")
+	assert.Equal(t, VerdictPass, gate.AdmitOwn(lastAsk.Add(askWindow), hostA), "the driver stopped asking")
 }
 
 // DefersOurs: the driver's dial that returned a host is not handed to ours while the
