@@ -648,12 +648,12 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped again: window 200 ms, paused 100 ms
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
-	now = now.Add(2 * time.Second) // 24 s after back
+	now = now.Add(2 * time.Second)                           // 24 s after back:
 	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window 4 × 24 s = 96 s
 	// Equal jitter: u = 0.5 pauses 96 s × (1 + 0.5) / 2 = 72 s; u = 0 would pause 48 s.
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(72*time.Second-time.Millisecond), hostA))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(72*time.Second), hostA))
-	now = now.Add(92 * time.Second) // 116 s after back
+	now = now.Add(92 * time.Second)                             // 116 s after back:
 	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 116 s, capped at ServedMax
 	wait := ServedMax * 3 / 4
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(wait-time.Millisecond), hostA), "window ServedMax, paused 3/4 of it")
