@@ -88,7 +88,7 @@ func TestRealFleetSmoke(t *testing.T) {
 		nftOK = c.Close() == nil
 	}
 	p := plan{lanes: []string{"gocql", "cqlcontrol-governed", javaLane}, faults: []string{"disablebinary"}, ks: []int{20}, costs: []int{10},
-		perProc: 10, binaryOff: 5 * time.Second, capAfter: 30 * time.Second, ip: "127.0.0.112",
+		perProc: 10, binaryOff: 5 * time.Second, capAfter: 30 * time.Second, oursCap: 90 * time.Second, ip: "127.0.0.112",
 		settle: time.Second, tail: 3 * time.Second, floorWarm: time.Second, floorWindow: 2 * time.Second, canarySteady: 2 * time.Second}
 	res, err := run(p, func(r Row, _ *Results) { t.Log(r.line()) })
 	require.NoError(t, err)
@@ -110,6 +110,13 @@ func TestRealFleetSmoke(t *testing.T) {
 		assert.GreaterOrEqual(t, r.CanarySteadyP99Ms, r.CanarySteadyP50Ms, r.Lane)
 		assert.Zero(t, r.Nodes, "%s: one node, not recorded", r.Lane)
 		assert.Zero(t, r.NotServingAtFault, "%s: every client answered \"live\" serving before the fault", r.Lane)
+		if hasOurs(r.Lane) {
+			assert.Zero(t, r.OursNotBack, "%s: every client's own control connection is back", r.Lane)
+			assert.GreaterOrEqual(t, r.OursT100, r.OursT50, r.Lane)
+			assert.Positive(t, r.OursT50, r.Lane)
+		} else {
+			assert.Zero(t, r.OursT100, "%s: no own control connection", r.Lane)
+		}
 		if nftOK {
 			require.NotNil(t, r.SYNs, "%s: SYNs counted", r.Lane)
 			assert.Positive(t, r.SYNs.Return, "%s: the fleet's setups after the node answered", r.Lane)
@@ -419,6 +426,7 @@ func TestTable(t *testing.T) {
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
 	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
+	emptyReturn.OursT50, emptyReturn.OursT95, emptyReturn.OursT100, emptyReturn.OursNotBack, emptyReturn.OursWindow = 12.5, 300, -1, 2, 360.4
 	out := table([]Row{three, emptyReturn, old}, map[string]Floor{"10": {Cost: 10, LoginsPerSec: 24.5}})
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 7, out)
@@ -430,11 +438,12 @@ func TestTable(t *testing.T) {
 	for _, l := range lines[4:] {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
-	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | 0 / 0 / 0 / 0 + 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | – | 0.0 | 0.0 | – | – |", lines[4])
+	assert.Equal(t, "| 10 | kill | 300 | 3 | gocql | 5.00 | 9.00 | 10.00 | – | 0 / 0 / 0 / 0 + 0 | 0 | 900 (0) | 0 | 12.2 / 0.0 | – | – | 0.0 | 0.0 | – | – |", lines[4])
 	assert.True(t, strings.HasPrefix(lines[5], "| 10 | kill | 300 | 3 | cqlcontrol-governed |"), lines[5])
 	assert.True(t, strings.HasSuffix(lines[5], "| 0.50 / 0.90 → – |"), lines[5])
+	assert.Contains(t, lines[5], "| 10.00 | 12.50 / 300.00 / > 360 (2 not back) |", "ours not all back by -ours-cap")
 	assert.True(t, strings.HasPrefix(lines[6], "| 10 | kill | 300 (3 nodes) | 3 | gocql |"), lines[6])
-	assert.Contains(t, lines[6], "| 5.00 | 9.00 | 10.00 (7 not serving at the fault) |", "a fleet not whole at the fault's start says so")
+	assert.Contains(t, lines[6], "| 5.00 | 9.00 | 10.00 (7 not serving at the fault) | – |", "a fleet not whole at the fault's start says so")
 	assert.Contains(t, lines[6], "| 900 (0) | 0–4 |", "wasted: 4, less the 10 kept during the read")
 	assert.Contains(t, lines[6], "| 700 / 40 / 5 / 10 + 25 |", "the 25 setups the server's queue timed out are timed out, not other failures")
 	assert.True(t, strings.HasSuffix(lines[6], "| 120 / 640 | 0.0 | 0.0 | 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
@@ -528,6 +537,47 @@ func TestAwaitLive(t *testing.T) {
 	_, err = awaitLive([]*workerProc{ended}, time.Now().Add(time.Minute), time.Millisecond)
 	require.Error(t, err, "a worker that ended is an error, not a count")
 }
+
+// awaitOurs asks again until every client's own control connection is back, or the deadline,
+// and gives T50 / T95 / T100 after ready over all clients, the ones not back counting as
+// latest.
+func TestAwaitOurs(t *testing.T) {
+	ready := time.Now().Add(-time.Minute)
+	at := func(s float64) int64 { return ready.Add(time.Duration(s * float64(time.Second))).UnixNano() }
+	a := &oursAnswers{lines: make(chan workerLine, 16), answers: [][]int64{{at(1), 0, at(3)}, {at(1), at(40), at(3)}}}
+	r := Row{}
+	require.NoError(t, r.awaitOurs([]*workerProc{{stdin: a, lines: a.lines, n: 3}}, ready, time.Now().Add(time.Minute)))
+	assert.Equal(t, 2, a.asked, "asked again while one was not back")
+	assert.Equal(t, []float64{3, 40, 40}, []float64{r.OursT50, r.OursT95, r.OursT100})
+	assert.Zero(t, r.OursNotBack)
+
+	ready = time.Now().Add(-time.Minute)
+	a = &oursAnswers{lines: make(chan workerLine, 16), answers: [][]int64{{0, at(2), 0, 0}}}
+	r = Row{}
+	require.NoError(t, r.awaitOurs([]*workerProc{{stdin: a, lines: a.lines, n: 4}}, ready, time.Now()))
+	assert.Equal(t, 1, a.asked, "the deadline ends the wait")
+	assert.Equal(t, 3, r.OursNotBack)
+	assert.Equal(t, []float64{-1, -1, -1}, []float64{r.OursT50, r.OursT95, r.OursT100}, "more than half not back: never")
+	assert.Equal(t, "never / never / > 60 (3 not back)", oursCell(r))
+}
+
+// oursAnswers is a fake worker's stdin: each "ours" it is sent is answered with the next of
+// answers (the last one again once they run out).
+type oursAnswers struct {
+	lines   chan workerLine
+	answers [][]int64
+	asked   int
+}
+
+func (a *oursAnswers) WriteString(cmd string) (int, error) {
+	if cmd == "ours\n" {
+		a.lines <- workerLine{Ev: "ours", Report: &workerReport{OursOK: a.answers[min(a.asked, len(a.answers)-1)]}}
+		a.asked++
+	}
+	return len(cmd), nil
+}
+
+func (a *oursAnswers) Flush() error { return nil }
 
 // liveAnswers is a fake worker's stdin: each "live" it is sent is answered with the next of
 // answers (the last one again once they run out).

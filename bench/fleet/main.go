@@ -60,6 +60,7 @@ func main() {
 		rollSettle = flag.Duration("roll-settle", 10*time.Second, "rolling: the wait after a node answers CQL before the next node stops")
 		tail       = flag.Duration("tail", 10*time.Second, "how long setups and logins still count after every client serves")
 		capAfter   = flag.Duration("cap", 180*time.Second, "how long after the node answers CQL to wait for every client")
+		oursCap    = flag.Duration("ours-cap", 6*time.Minute, "cqlcontrol lanes: how long after the node answers CQL to wait for every client's own control connection (after the count)")
 		baseIP     = flag.String("ip", "127.0.0.111", "the node's loopback address (node i of -nodes on this address + i)")
 		nodes      = flag.Int("nodes", 1, "nodes in the cluster: 1, or 3 (the fault hits nodes 2 and 3, never node 1)")
 		out        = flag.String("out", "results.json", "results file (rows of the same lane, fault, K, cost and nodes are replaced)")
@@ -101,7 +102,7 @@ func main() {
 		fatal(err)
 	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
-		rollSettle: *rollSettle, capAfter: *capAfter, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
+		rollSettle: *rollSettle, capAfter: *capAfter, oursCap: *oursCap, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
 	for _, k := range split(*ksFlag) {
 		plan.ks = append(plan.ks, atoi(k))
 	}
@@ -154,6 +155,9 @@ type plan struct {
 	ks, costs           []int
 	perProc             int
 	binaryOff, capAfter time.Duration
+	// oursCap is how long after the node answers the cqlcontrol lanes wait, after the count,
+	// for every client's own control connection to be back (Row.OursT100).
+	oursCap time.Duration
 	// rollSettle is the rolling fault's wait after a node answers before the next one stops.
 	rollSettle time.Duration
 	ip         string
@@ -180,6 +184,9 @@ func (p plan) withDefaults() plan {
 	}
 	if p.rollSettle == 0 {
 		p.rollSettle = 10 * time.Second
+	}
+	if p.oursCap == 0 {
+		p.oursCap = 6 * time.Minute
 	}
 	if p.capAfter == 0 {
 		p.capAfter = 180 * time.Second
@@ -393,6 +400,17 @@ type Row struct {
 	GapP50S       float64 `json:"gap_p50_s,omitempty"`
 	GapP95S       float64 `json:"gap_p95_s,omitempty"`
 	GapMaxS       float64 `json:"gap_max_s,omitempty"`
+	// OursT50, OursT95, OursT100: the cqlcontrol lanes' time from the node answering CQL to
+	// each client's own control connection's first successful setup, waited for after the count
+	// up to -ours-cap (OursNotBack were not back then; OursT100 is -1). A served client's
+	// connection waits out the governor's served pause (up to dialgate.ServedMax), so it
+	// may come back long after the client serves. Absent (0) in other lanes and in rows
+	// measured before it was recorded.
+	OursT50     float64 `json:"ours_t50_s,omitempty"`
+	OursT95     float64 `json:"ours_t95_s,omitempty"`
+	OursT100    float64 `json:"ours_t100_s,omitempty"`
+	OursNotBack int     `json:"ours_not_back,omitempty"`
+	OursWindow  float64 `json:"ours_window_s,omitempty"` // how long after the node answered the wait ended
 	// SYNs is the fleet's connection attempts (syns.go); absent when they were not counted
 	// (no nftables, or a row measured before they were).
 	SYNs *SYNs `json:"syns,omitempty"`
@@ -444,7 +462,7 @@ func (r Row) line() string {
 	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d (%d not serving at the fault)  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
 		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.NotServingAtFault, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
 		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.FleetCPU,
-		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary)
+		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary) + "  ours back T50/T95/T100 " + oursCell(r)
 }
 
 // run starts one cluster (of p.nodes nodes) per cost (the role's hash decides the cost),
@@ -958,9 +976,69 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 	slices.Sort(gaps)
 	r.GapP50S, r.GapP95S, r.GapMaxS = quantile(gaps, 0.5), quantile(gaps, 0.95), quantile(gaps, 1)
 	r.returnRate()
+	if hasOurs(lane) {
+		if err := r.awaitOurs(ws, ready, ready.Add(p.oursCap)); err != nil {
+			return r, err
+		}
+	}
 	from, to := canaryReturnWindow(fault, down, ready, countAt, r.T100, r.Unserved, p.capAfter)
 	r.setCanary(canaryWindow(samples, faultAt.Add(-p.canarySteady), faultAt), canaryWindow(samples, from, to))
 	return r, nil
+}
+
+// hasOurs reports whether lane's clients have cqlcontrol's own control connection.
+func hasOurs(lane string) bool { return strings.HasPrefix(lane, "cqlcontrol") }
+
+// awaitOurs asks the workers every second, until deadline, when each client's own control
+// connection first set up since the fault, until every one has, and sets r's Ours figures
+// (seconds after ready).
+func (r *Row) awaitOurs(ws []*workerProc, ready, deadline time.Time) error {
+	var back []float64
+	for {
+		back = back[:0]
+		for _, w := range ws {
+			w.send("ours")
+		}
+		if err := await(ws, "ours", time.Now().Add(30*time.Second), func(_ int, l workerLine) {
+			if l.Ev != "ours" || l.Report == nil {
+				return
+			}
+			for _, ns := range l.Report.OursOK {
+				if ns == 0 {
+					back = append(back, -1)
+				} else {
+					back = append(back, math.Max(0, time.Unix(0, ns).Sub(ready).Seconds()))
+				}
+			}
+		}); err != nil {
+			return err
+		}
+		if !slices.Contains(back, -1) || !time.Now().Add(time.Second).Before(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	r.OursWindow = round2(time.Since(ready).Seconds())
+	r.OursNotBack = 0
+	var got []float64
+	for _, b := range back {
+		if b < 0 {
+			r.OursNotBack++
+		} else {
+			got = append(got, b)
+		}
+	}
+	slices.Sort(got)
+	all := append(got, slices.Repeat([]float64{math.Inf(1)}, r.OursNotBack)...)
+	q := func(p float64) float64 {
+		v := quantile(all, p)
+		if math.IsInf(v, 1) {
+			return -1
+		}
+		return v
+	}
+	r.OursT50, r.OursT95, r.OursT100 = q(0.5), q(0.95), q(1)
+	return nil
 }
 
 // onNodes runs f on each of the nodes idx at once: a fault hits them together.

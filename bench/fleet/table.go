@@ -40,14 +40,9 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | setups: ok / refused / other failed / timed out: client + server queue | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	t := func(v float64) string {
-		if v < 0 {
-			return "never"
-		}
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | ours back T50 / T95 / T100 s | setups: ok / refused / other failed / timed out: client + server queue | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	t := secs
 	for _, r := range rows {
 		t100 := t(r.T100)
 		if r.Unserved > 0 {
@@ -65,11 +60,33 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.nodes() > 1 {
 			k = fmt.Sprintf("%d (%d nodes)", r.K, r.nodes())
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %d / %d / %d / %d + %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %.1f | %.1f | %s | %s |\n",
-			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, r.Setups.OK, refused, r.Setups.Failed-refused-queued,
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %d / %d / %d / %d + %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %.1f | %.1f | %s | %s |\n",
+			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, oursCell(r), r.Setups.OK, refused, r.Setups.Failed-refused-queued,
 			r.Setups.TimedOut, queued, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, rate, synCell(r), r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
 	}
 	return b.String()
+}
+
+// secs is a time in seconds in a cell; "never" for a negative one (never within the cap).
+func secs(v float64) string {
+	if v < 0 {
+		return "never"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// oursCell is the ours-back column: T50 / T95 / T100 of the clients' own control connection
+// after the node answered (Row.OursT100); "–" for a lane without it or a row measured before.
+func oursCell(r Row) string {
+	if r.OursT100 == 0 && r.OursNotBack == 0 {
+		return "–"
+	}
+	t := secs
+	t100 := t(r.OursT100)
+	if r.OursNotBack > 0 {
+		t100 = fmt.Sprintf("> %.0f (%d not back)", r.OursWindow, r.OursNotBack)
+	}
+	return t(r.OursT50) + " / " + t(r.OursT95) + " / " + t100
 }
 
 // gapCell is the failed queries and the longest gaps column; "–" for a row measured before

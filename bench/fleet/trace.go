@@ -20,6 +20,7 @@ type trace struct {
 	verdicts map[string]int // the governor's decisions on this client's dials
 	last     string         // the latest verdict, "+SECONDS verdict"
 	queryErr string         // the latest failed query's error
+	oursOK   time.Time      // the first setup of ours that succeeded since "down" (zero: none)
 }
 
 const traceKeep = 10
@@ -28,7 +29,7 @@ const traceKeep = 10
 func (t *trace) reset(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.since, t.setups, t.verdicts, t.last, t.queryErr = now, nil, map[string]int{}, "", ""
+	t.since, t.setups, t.verdicts, t.last, t.queryErr, t.oursOK = now, nil, map[string]int{}, "", "", time.Time{}
 }
 
 func (t *trace) at(now time.Time) string {
@@ -42,6 +43,9 @@ func (t *trace) setup(kind, outcome string) {
 	defer t.mu.Unlock()
 	if t.since.IsZero() {
 		return
+	}
+	if kind == "ours" && outcome == "ok" && t.oursOK.IsZero() {
+		t.oursOK = now
 	}
 	t.setups = append(t.setups, t.at(now)+" "+kind+" "+outcome)
 	if len(t.setups) > traceKeep {
@@ -71,6 +75,16 @@ func (t *trace) verdict(v string) {
 	}
 	t.verdicts[v]++
 	t.last = t.at(now) + " " + v
+}
+
+// oursBack is when a setup of ours first succeeded since "down", Unix nanoseconds (0: none).
+func (t *trace) oursBack() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.oursOK.IsZero() {
+		return 0
+	}
+	return t.oursOK.UnixNano()
 }
 
 func (t *trace) query(err error) {

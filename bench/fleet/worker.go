@@ -24,7 +24,7 @@ import (
 
 // workerLine is one line a worker prints.
 type workerLine struct {
-	Ev      string        `json:"ev"`                // "up", "serving", "live", "report", "error"
+	Ev      string        `json:"ev"`                // "up", "serving", "live", "report", "ours", "error"
 	Serving int           `json:"serving,omitempty"` // "serving": clients whose first query after "down" succeeded; "live": clients whose latest query succeeded
 	Err     string        `json:"err,omitempty"`
 	Report  *workerReport `json:"report,omitempty"`
@@ -44,6 +44,9 @@ type workerReport struct {
 	// after "down" (from its last success before, or the last one at "report" when none came
 	// since).
 	MaxGap []time.Duration `json:"max_gap_ns"`
+	// OursOK is, in an "ours" line, each client's first setup of cqlcontrol's own control
+	// connection that succeeded since "down", Unix nanoseconds (0: none yet).
+	OursOK []int64 `json:"ours_ok,omitempty"`
 	// Unserved is, for each client with no successful query since "down", its trace: its
 	// latest setups and the governor's decisions on its dials.
 	Unserved []string `json:"unserved,omitempty"`
@@ -338,6 +341,12 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 			w.mu.Unlock()
 			down.Store(0)
 			w.emit(workerLine{Ev: "report", Report: r})
+		case "ours":
+			r := &workerReport{}
+			for _, m := range members {
+				r.OursOK = append(r.OursOK, m.tr.oursBack())
+			}
+			w.emit(workerLine{Ev: "ours", Report: r})
 		case "live":
 			k := 0
 			for _, m := range members {
