@@ -264,6 +264,15 @@ func TestCanaryReturnWindow(t *testing.T) {
 	assert.Equal(t, [2]time.Time{down, countAt}, window("rolling", 0, 0), "a rolling restart: all of it")
 }
 
+// Every wait the flags set must be positive; each bad one is named in the error.
+func TestDurations(t *testing.T) {
+	require.NoError(t, validDurations(map[string]time.Duration{"cap": time.Second, "tail": time.Millisecond}))
+	err := validDurations(map[string]time.Duration{"cap": 0, "ours-cap": -time.Second, "tail": time.Second})
+	assert.ErrorContains(t, err, "-cap 0s: want a positive duration")
+	assert.ErrorContains(t, err, "-ours-cap -1s: want a positive duration")
+	assert.NotContains(t, err.Error(), "-tail")
+}
+
 func TestNodes(t *testing.T) {
 	require.NoError(t, validNodes(1))
 	require.NoError(t, validNodes(3))

@@ -101,6 +101,10 @@ func main() {
 	if err := validNodes(*nodes); err != nil {
 		fatal(err)
 	}
+	if err := validDurations(map[string]time.Duration{"cap": *capAfter, "ours-cap": *oursCap, "binary-off": *binaryOff,
+		"roll-settle": *rollSettle, "tail": *tail, "wait-every": *waitEv, "serve-every": *serveEv}); err != nil {
+		fatal(err)
+	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
 		rollSettle: *rollSettle, capAfter: *capAfter, oursCap: *oursCap, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
 	for _, k := range split(*ksFlag) {
@@ -228,6 +232,18 @@ func validNodes(n int) error {
 		return fmt.Errorf("-nodes %d: want 1 (one node, faulted) or 3 (nodes 2 and 3 faulted, node 1 never)", n)
 	}
 	return nil
+}
+
+// validDurations reports every flag of durations (by name, without its dash) that is not
+// positive: each is a wait, and zero or less would end it before it began.
+func validDurations(d map[string]time.Duration) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(d)) {
+		if d[name] <= 0 {
+			errs = append(errs, fmt.Errorf("-%s %v: want a positive duration", name, d[name]))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // faultedNodes are the indexes (from 0) of the nodes a fault hits in a cluster of nodes: the
