@@ -940,11 +940,7 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 			return
 		}
 		for _, ns := range l.Report.FirstOK {
-			if ns == 0 {
-				firsts = append(firsts, -1)
-				continue
-			}
-			firsts = append(firsts, math.Max(0, time.Unix(0, ns).Sub(ready).Seconds()))
+			firsts = append(firsts, sinceReady(ns, ready))
 		}
 		for i, u := range l.Report.Unserved {
 			if i < unservedTraces {
@@ -1002,6 +998,15 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 	return r, nil
 }
 
+// sinceReady is a worker's time ns (Unix nanoseconds) in seconds after ready, at least 0;
+// -1 when ns is 0 (none yet).
+func sinceReady(ns int64, ready time.Time) float64 {
+	if ns == 0 {
+		return -1
+	}
+	return math.Max(0, time.Unix(0, ns).Sub(ready).Seconds())
+}
+
 // hasOurs reports whether lane's clients have cqlcontrol's own control connection.
 func hasOurs(lane string) bool { return strings.HasPrefix(lane, "cqlcontrol") }
 
@@ -1020,11 +1025,7 @@ func (r *Row) awaitOurs(ws []*workerProc, ready, deadline time.Time) error {
 				return
 			}
 			for _, ns := range l.Report.OursOK {
-				if ns == 0 {
-					back = append(back, -1)
-				} else {
-					back = append(back, math.Max(0, time.Unix(0, ns).Sub(ready).Seconds()))
-				}
+				back = append(back, sinceReady(ns, ready))
 			}
 		}); err != nil {
 			return err
