@@ -127,13 +127,13 @@ func (m *govMember) locked(f func(d *dialgate.DialGate, now time.Time)) {
 }
 
 // Connected tells the governor m's connection is up and sees the hosts at seenUp ("ip:port",
-// as dialled) up: DialGate.SeenUp for each, then ConnUp, under one lock, unless another
+// as dialled) up: dialgate.SeenUp for each, then dialgate.ConnUp, under one lock, unless another
 // member's connection was up already (the gate's connection is up then).
 func (m *govMember) Connected(seenUp []string) {
 	m.locked(func(d *dialgate.DialGate, now time.Time) {
 		for _, addr := range seenUp {
 			if ap, ok := parseAddrPort(addr); ok {
-				d.SeenUp(ap)
+				d.Observe(now, dialgate.SeenUp, ap)
 			}
 		}
 		if !m.up {
@@ -141,7 +141,7 @@ func (m *govMember) Connected(seenUp []string) {
 			m.g.upMembers++
 		}
 		if m.g.upMembers == 1 {
-			d.ConnUp(now)
+			d.Observe(now, dialgate.ConnUp, netip.AddrPort{})
 		}
 	})
 	if m != nil {
@@ -165,12 +165,12 @@ func (m *govMember) down() bool {
 func (m *govMember) ConnDown() {
 	m.locked(func(d *dialgate.DialGate, now time.Time) {
 		if m.down() {
-			d.ConnDown(now)
+			d.Observe(now, dialgate.ConnDown, netip.AddrPort{})
 		}
 	})
 }
 
-// Lost tells the governor m's connection to addr ("ip:port") was lost (DialGate.Lost, once no
+// Lost tells the governor m's connection to addr ("ip:port") was lost (dialgate.Lost, once no
 // member's connection is up; while another's is, that one hears of addr from the cluster).
 func (m *govMember) Lost(addr string) {
 	m.locked(func(d *dialgate.DialGate, now time.Time) {
@@ -178,9 +178,9 @@ func (m *govMember) Lost(addr string) {
 			return
 		}
 		if ap, ok := parseAddrPort(addr); ok {
-			d.Lost(now, ap)
+			d.Observe(now, dialgate.Lost, ap)
 		} else {
-			d.ConnDown(now)
+			d.Observe(now, dialgate.ConnDown, netip.AddrPort{})
 		}
 	})
 }
@@ -188,14 +188,14 @@ func (m *govMember) Lost(addr string) {
 // HostUp tells the governor that the host at addr ("ip:port", as dialled) is up.
 func (m *govMember) HostUp(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		m.locked(func(d *dialgate.DialGate, _ time.Time) { d.HostUp(ap) })
+		m.locked(func(d *dialgate.DialGate, now time.Time) { d.Observe(now, dialgate.HostUp, ap) })
 	}
 }
 
 // HostDown tells the governor that the host at addr ("ip:port", as dialled) is down.
 func (m *govMember) HostDown(addr string) {
 	if ap, ok := parseAddrPort(addr); ok {
-		m.locked(func(d *dialgate.DialGate, now time.Time) { d.HostDown(now, ap) })
+		m.locked(func(d *dialgate.DialGate, now time.Time) { d.Observe(now, dialgate.HostDown, ap) })
 	}
 }
 
@@ -236,7 +236,7 @@ func (m *govMember) Close() {
 		m.left = true
 		wasUp := m.up
 		if m.down() && wasUp && len(m.g.members) > 1 {
-			d.ConnDown(now) // the members left are all down
+			d.Observe(now, dialgate.ConnDown, netip.AddrPort{}) // the members left are all down
 		}
 		delete(m.g.members, m)
 		m.g.republishObservers()
@@ -290,13 +290,11 @@ func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool,
 	case g.closed.Load():
 		v = g.gate.AdmitAfterClose(now, addr, userInterval)
 	case own:
-		if v = g.gate.AdmitOwn(now, addr); v == dialgate.VerdictSlowDown {
+		if v = g.gate.Admit(now, addr, dialgate.Own); v == dialgate.VerdictSlowDown {
 			g.rearmAt(addr, g.gate.PauseUntil(addr))
 		}
-	case g.gate.Tracked(addr) && g.setupKind() == dialgate.Control:
-		v = g.gate.AdmitControl(now, addr)
 	default:
-		v = g.gate.Admit(now, addr)
+		v = g.gate.Admit(now, addr, g.driverKind(addr))
 	}
 	iv := g.budgetInterval(now)
 	g.mu.Unlock()
@@ -327,6 +325,16 @@ func (g *dialGovernor) sessionStarting(ctx context.Context) bool {
 	return !ok
 }
 
+// driverKind is the kind of the driver's dial to addr (g.mu held): told apart by the dialling
+// goroutine's stack (setupKind) only where it matters, a host known down or returning
+// (dialgate.DialGate.Tracked), so the dial to an up host costs one map lookup.
+func (g *dialGovernor) driverKind(addr netip.AddrPort) dialgate.Kind {
+	if g.gate.Tracked(addr) {
+		return g.setupKind()
+	}
+	return dialgate.Pool
+}
+
 // refusal is the error of a refused dial: a *net.OpError, as a dial that failed at once
 // returns, wrapping ErrGoverned, and not Temporary. gocql v1.7.0's pool fill retries a failed
 // dial per its ReconnectionPolicy (3 times, 1 s apart, by default) unless the error is a
@@ -340,7 +348,7 @@ func refusal(addr netip.AddrPort, v dialgate.Verdict) error {
 
 // done records the outcome of an admitted dial; a dial abandoned by its caller (ctx done)
 // says nothing about the host. Our own dials are not evidence for ourselves, and their
-// failures do not make a host known down for gocql (DoneOwn). A session's first pool
+// failures do not make a host known down for gocql (dialgate.DialGate.Done). A session's first pool
 // connection (first, and not a control connection's: the version's discovery and the
 // control connection come before the pools in CreateSession) makes the session's later dials
 // governed, until its context ends.
@@ -358,14 +366,10 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 	case g.closed.Load():
 		g.gate.DoneAfterClose(g.now(), addr, err == nil, failed, userInterval)
 	case own:
-		g.gate.DoneOwn(g.now(), addr, err == nil, failed)
+		g.gate.Done(g.now(), addr, dialgate.Own, err == nil, failed)
 	default:
 		now := g.now()
-		if err == nil && g.gate.Tracked(addr) && g.setupKind() == dialgate.Control {
-			evidence = g.gate.DoneControl(now, addr, true, false) // it returns the host with no pool setup in flight
-		} else {
-			evidence = g.gate.Done(now, addr, err == nil, failed)
-		}
+		evidence = g.gate.Done(now, addr, g.driverKind(addr), err == nil, failed)
 		if evidence {
 			// The driver's dial returned addr and its setup goes on: ours follows it (the
 			// data path first), re-armed when it ends (setupDone) rather than now, when its
@@ -417,11 +421,11 @@ func (g *dialGovernor) setupDone(addr netip.AddrPort, took time.Duration, err er
 }
 
 // poolEmpty records that the driver's pool at addr has no connection after a refused fill
-// (dialgate.DialGate.PoolEmpty).
+// (dialgate.PoolEmpty).
 func (g *dialGovernor) poolEmpty(addr netip.AddrPort) {
 	g.mu.Lock()
 	if !g.closed.Load() {
-		g.gate.PoolEmpty(g.now(), addr)
+		g.gate.Observe(g.now(), dialgate.PoolEmpty, addr)
 	}
 	g.mu.Unlock()
 }
@@ -429,7 +433,7 @@ func (g *dialGovernor) poolEmpty(addr netip.AddrPort) {
 // OwnSetupDone records how a setup of m's own connection to addr ("ip:port") ended (dial,
 // login and first metadata read; the attempt goroutine's dialDone), took after it started:
 // at a returning host where the client is served, ours held one of the setups in flight
-// (dialgate.DialGate.OwnSetupDone). A refused dial (ErrGoverned) held nothing.
+// (dialgate.DialGate.SetupDone, dialgate.Own). A refused dial (ErrGoverned) held nothing.
 func (m *govMember) OwnSetupDone(addr string, took time.Duration, err error) {
 	if m == nil || errors.Is(err, ErrGoverned) {
 		return
@@ -439,7 +443,7 @@ func (m *govMember) OwnSetupDone(addr string, took time.Duration, err error) {
 		return
 	}
 	outcome, _ := setupOutcome(err)
-	m.locked(func(d *dialgate.DialGate, now time.Time) { d.OwnSetupDone(now, ap, took, outcome) })
+	m.locked(func(d *dialgate.DialGate, now time.Time) { d.SetupDone(now, ap, dialgate.Own, took, outcome) })
 }
 
 // setupOutcome is how a setup that ended with err ended, and its metric label: ready (nil),
@@ -466,7 +470,7 @@ func (g *dialGovernor) evidenceSinks() []func(string) {
 }
 
 // rearmAt books a re-arm of every member for addr at t (g.mu held): ours was refused there
-// while the host returns (the data path first, DialGate.AdmitOwn) and may dial it then. The
+// while the host returns (the data path first, dialgate.DialGate.Admit) and may dial it then. The
 // members' evidence sinks deliver it, as a dial's evidence (ours dials addr at once), without
 // counting it as evidence. One booking per host: a later one replaces it.
 func (g *dialGovernor) rearmAt(addr netip.AddrPort, t time.Time) {

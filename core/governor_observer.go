@@ -44,9 +44,6 @@ func (g *dialGovernor) observeInterval(iv time.Duration) {
 
 // budgetInterval is the budget's interval at now, 0 when it does not apply (g.mu held).
 func (g *dialGovernor) budgetInterval(now time.Time) time.Duration {
-	if !g.gate.BudgetApplies() {
-		return 0
-	}
 	return g.gate.Interval(now)
 }
 

@@ -39,7 +39,7 @@ import (
 //     made at a random moment within probeSpread so that many clients reconnecting together
 //     do not probe together, and skipped for a host the session or a pushed event reported on
 //     since that connection was adopted. With the dial governor a probe is a dial like any
-//     other (DialGate.AdmitOwn): a host the governor knows down is probed only when its slot
+//     other (dialgate.DialGate.Admit, dialgate.Own): a host the governor knows down is probed only when its slot
 //     is due, and a refused probe gives no verdict. A probe's verdict is dropped if such a report arrived
 //     while it was in flight (the report is newer), and a failure that is not about liveness
 //     (TLS, authentication, a dialer's own error) gives no verdict at all;

@@ -367,7 +367,7 @@ func TestGovernedV2RefusalDoesNotConvict(t *testing.T) {
 
 // gocql v2 calls its conviction policy only when a fill left the pool empty: a refused fill
 // then tells the gate that the pool at the host has no connection (the served pause there
-// ends, dialgate.DialGate.PoolEmpty); a real failure does not. Checked to fail with Refused
+// ends, dialgate.PoolEmpty); a real failure does not. Checked to fail with Refused
 // left unset in governV2.
 func TestGovernedV2RefusedFillEmptiesThePool(t *testing.T) {
 	cluster := gocql.NewCluster("127.0.0.1")

@@ -45,7 +45,7 @@ func simulateGoverned(cfg Config, rng *rand.Rand, ready time.Duration, governed 
 	if governed {
 		gate := dialgate.New(dialgate.Config(controlconn.Governor{}.WithDefaults(cfg.Reconnect.DelayCap)), rng.Float64)
 		p.gate, p.tick = gate, governedTick
-		gate.Lost(epoch, p.addrs[0]) // ours was on the first node
+		gate.Observe(epoch, dialgate.Lost, p.addrs[0]) // ours was on the first node
 	}
 	o, err := newOurs(cfg.Reconnect, cfg.Nodes, rng.Float64)
 	if err != nil {
@@ -83,17 +83,11 @@ func simulateGoverned(cfg Config, rng *rand.Rand, ready time.Duration, governed 
 	return p.res, nil
 }
 
-// begin is the start of a dial to host at t: the governor's Admit (AdmitOwn for ours). It
+// begin is the start of a dial to host at t: the governor's Admit. It
 // reports whether the dial is real; a refused one costs no time and sends nothing.
 func (p *process) begin(t time.Duration, host int, own bool) bool {
 	if p.gate != nil {
-		var v dialgate.Verdict
-		if own {
-			v = p.gate.AdmitOwn(epoch.Add(t), p.addrs[host])
-		} else {
-			v = p.gate.Admit(epoch.Add(t), p.addrs[host])
-		}
-		if !v.Allowed() {
+		if !p.gate.Admit(epoch.Add(t), p.addrs[host], kind(own)).Allowed() {
 			if !p.ours.back {
 				p.res.refused++
 			}
@@ -120,16 +114,24 @@ func (p *process) end(start time.Duration, host int, own bool) bool {
 	}
 	now, a := epoch.Add(start+p.cfg.DialTime), p.addrs[host]
 	if own {
-		p.gate.DoneOwn(now, a, ok, !ok)
+		p.gate.Done(now, a, dialgate.Own, ok, !ok)
 		return ok
 	}
-	if p.gate.Done(now, a, ok, !ok) {
+	if p.gate.Done(now, a, dialgate.Pool, ok, !ok) {
 		p.ours.evidence(start+p.cfg.DialTime, host)
 	}
 	if ok { // the model's setup is ready when its dial is (gocql's ConnectObserver reports it)
 		p.gate.SetupDone(now, a, dialgate.Pool, p.cfg.DialTime, dialgate.SetupOK)
 	}
 	return ok
+}
+
+// kind is the gate's Kind of a dial of ours (own) or of the driver's pools.
+func kind(own bool) dialgate.Kind {
+	if own {
+		return dialgate.Own
+	}
+	return dialgate.Pool
 }
 
 // nextTick is the reconnect ticker's first tick at or after t.
@@ -291,9 +293,9 @@ func (p *process) oursStep(t time.Duration) error {
 			a.back, p.res.oursBack = true, a.start
 			a.o.finish(t, true)
 			if p.gate != nil {
-				p.gate.ConnUp(epoch.Add(t))
+				p.gate.Observe(epoch.Add(t), dialgate.ConnUp, netip.AddrPort{})
 				for _, addr := range p.addrs { // every node is ready: ours sees them up
-					p.gate.HostUp(addr)
+					p.gate.Observe(epoch.Add(t), dialgate.HostUp, addr)
 				}
 			}
 			return nil

@@ -11,12 +11,12 @@ import (
 func BenchmarkDialGateAdmitUpHost(b *testing.B) {
 	gate := New(testConfig, nil)
 	now := time.Now()
-	gate.Done(now, hostA, true, false)
+	gate.Done(now, hostA, Pool, true, false)
 	b.ReportAllocs()
 	for b.Loop() {
-		if v := gate.Admit(now, hostA); v != VerdictPass {
+		if v := gate.Admit(now, hostA, Pool); v != VerdictPass {
 			b.Fatal(v)
 		}
-		gate.Done(now, hostA, true, false)
+		gate.Done(now, hostA, Pool, true, false)
 	}
 }

@@ -19,6 +19,9 @@ var (
 	hostC = netip.MustParseAddrPort("127.0.0.3:9042")
 )
 
+// noAddr is the address of an event about our connection, not a host.
+var noAddr netip.AddrPort
+
 // t0 is the start of the tests, which pass times by hand.
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -41,11 +44,11 @@ func newGate(t *testing.T) *DialGate {
 // dial is one whole dial through the gate: admitted, then done with the given outcome, and
 // a connection's setup ready at once (SetupDone, as the driver's connect observer reports).
 func dial(gate *DialGate, now time.Time, addr netip.AddrPort, ok bool) (Verdict, bool) {
-	v := gate.Admit(now, addr)
+	v := gate.Admit(now, addr, Pool)
 	if !v.Allowed() {
 		return v, false
 	}
-	evidence := gate.Done(now, addr, ok, !ok)
+	evidence := gate.Done(now, addr, Pool, ok, !ok)
 	if ok {
 		gate.SetupDone(now, addr, Pool, 0, SetupOK)
 	}
@@ -60,7 +63,7 @@ func TestDialGateUpHostsPass(t *testing.T) {
 		v, _ := dial(gate, t0, hostA, true)
 		require.Equal(t, VerdictPass, v)
 	}
-	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "unknown host")
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB, Pool), "unknown host")
 }
 
 // A failed dial makes a host known down: one real dial per backoff (1 s, 2 s, 4 s, ... up to
@@ -69,15 +72,15 @@ func TestDialGateKnownDownHostOneDialPerBackoff(t *testing.T) {
 	gate := newGate(t)
 	_, _ = dial(gate, t0, hostA, false) // passes (unknown), fails: known down from now
 
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA), "at 999 ms: within its 1 s backoff")
-	assert.Equal(t, VerdictPass, gate.Admit(at(999*time.Millisecond), hostB), "other hosts are not affected")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA, Pool), "at 999 ms: within its 1 s backoff")
+	assert.Equal(t, VerdictPass, gate.Admit(at(999*time.Millisecond), hostB, Pool), "other hosts are not affected")
 	v, _ := dial(gate, at(time.Second), hostA, false)
 	assert.Equal(t, VerdictHostSlot, v, "at 1 s: its one real dial")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1001*time.Millisecond), hostA), "the slot is used")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(2999*time.Millisecond), hostA), "second failure: 2 s")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1001*time.Millisecond), hostA, Pool), "the slot is used")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(2999*time.Millisecond), hostA, Pool), "second failure: 2 s")
 	v, _ = dial(gate, at(3*time.Second), hostA, false)
 	assert.Equal(t, VerdictHostSlot, v)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(6999*time.Millisecond), hostA), "third failure: 4 s")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(6999*time.Millisecond), hostA, Pool), "third failure: 4 s")
 
 	// Doubling stops at MaxInterval (DelayCap, 30 s).
 	now := at(7 * time.Second)
@@ -93,39 +96,39 @@ func TestDialGateKnownDownHostOneDialPerBackoff(t *testing.T) {
 	// It accepts a dial: it passes again.
 	v, _ = dial(gate, gate.hosts[hostA].next, hostA, true)
 	require.Equal(t, VerdictHostSlot, v)
-	assert.Equal(t, VerdictPass, gate.Admit(gate.hosts[hostA].next, hostA))
+	assert.Equal(t, VerdictPass, gate.Admit(gate.hosts[hostA].next, hostA, Pool))
 }
 
 // A server DOWN event makes a host known down at once; while our connection is up its real
 // dials are MaxInterval (30 s) apart, since the UP event will come; an UP event opens it at once.
 func TestDialGateServerEvents(t *testing.T) {
 	gate := newGate(t)
-	gate.HostDown(t0, hostB)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostB))
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(29999*time.Millisecond), hostB))
-	gate.HostDown(at(10*time.Second), hostB) // a repeated event does not extend it
-	assert.Equal(t, VerdictHostSlot, gate.Admit(at(30*time.Second), hostB), "a missed UP is covered")
-	gate.Done(at(30*time.Second), hostB, false, true)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(59999*time.Millisecond), hostB))
-	gate.HostUp(hostB)
-	assert.Equal(t, VerdictPass, gate.Admit(at(31*time.Second), hostB), "UP event: open at once")
+	gate.Observe(t0, HostDown, hostB)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostB, Pool))
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(29999*time.Millisecond), hostB, Pool))
+	gate.Observe(at(10*time.Second), HostDown, hostB) // a repeated event does not extend it
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(30*time.Second), hostB, Pool), "a missed UP is covered")
+	gate.Done(at(30*time.Second), hostB, Pool, false, true)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(59999*time.Millisecond), hostB, Pool))
+	gate.Observe(time.Time{}, HostUp, hostB)
+	assert.Equal(t, VerdictPass, gate.Admit(at(31*time.Second), hostB, Pool), "UP event: open at once")
 
 	// A host down only by failed dials and then announced down: the longer backoff applies.
 	_, _ = dial(gate, t0, hostC, false)
-	gate.HostDown(t0, hostC)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC))
+	gate.Observe(t0, HostDown, hostC)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC, Pool))
 
 	// Our connection lost: the budget decides, the announcement's backoff no longer holds.
-	gate.ConnDown(at(2 * time.Second))
-	assert.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostC))
+	gate.Observe(at(2*time.Second), ConnDown, noAddr)
+	assert.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostC, Pool))
 }
 
 // A dial abandoned by its caller (cancelled) says nothing about the host.
 func TestDialGateAbandonedDialIsNotAFailure(t *testing.T) {
 	gate := newGate(t)
-	require.Equal(t, VerdictPass, gate.Admit(t0, hostA))
-	gate.Done(t0, hostA, false, false)
-	assert.Equal(t, VerdictPass, gate.Admit(t0, hostA))
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA, Pool))
+	gate.Done(t0, hostA, Pool, false, false)
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostA, Pool))
 }
 
 // Our connection down: the client-wide budget. The first real dial at once, the second at a
@@ -134,15 +137,15 @@ func TestDialGateAbandonedDialIsNotAFailure(t *testing.T) {
 // the outage and OutageShare (1/50) of the outage later: 2 s at 100 s.
 func TestDialGateBudgetWhileDown(t *testing.T) {
 	gate := newGate(t)
-	gate.ConnDown(t0)
+	gate.Observe(t0, ConnDown, noAddr)
 	v, ev := dial(gate, t0, hostA, false)
 	assert.Equal(t, VerdictBudget, v, "the first dial of an outage is at once")
 	assert.False(t, ev)
-	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB))
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(599*time.Millisecond), hostC), "at 599 ms: no budget")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB, Pool))
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(599*time.Millisecond), hostC, Pool), "at 599 ms: no budget")
 	v, _ = dial(gate, at(600*time.Millisecond), hostC, false)
 	assert.Equal(t, VerdictBudget, v, "at 600 ms: the second, at its phase")
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1799*time.Millisecond), hostB), "at 1.799 s: no budget")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(1799*time.Millisecond), hostB, Pool), "at 1.799 s: no budget")
 	v, _ = dial(gate, at(1800*time.Millisecond), hostB, false)
 	assert.Equal(t, VerdictBudget, v, "at 1.8 s: the third, one interval after the second")
 
@@ -166,11 +169,11 @@ func TestDialGateBudgetPhaseAndJitter(t *testing.T) {
 		phase, third time.Duration
 	}{{0, 0, 1080 * time.Millisecond}, {0.5, 600 * time.Millisecond, 1200 * time.Millisecond}, {0.75, 900 * time.Millisecond, 1260 * time.Millisecond}} {
 		gate := New(testConfig, func() float64 { return c.u })
-		gate.ConnDown(t0)
-		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
+		gate.Observe(t0, ConnDown, noAddr)
+		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA, Pool))
 		second := at(c.phase)
 		assert.Equal(t, second, gate.NextReal(), "u=%v: the second dial's phase", c.u)
-		require.Equal(t, VerdictBudget, gate.Admit(second, hostB))
+		require.Equal(t, VerdictBudget, gate.Admit(second, hostB, Pool))
 		assert.Equal(t, second.Add(c.third), gate.NextReal(), "u=%v: the third dial, one jittered interval later", c.u)
 	}
 }
@@ -183,11 +186,11 @@ func TestDialGateBudgetJitterNeverPassesMaxInterval(t *testing.T) {
 		want time.Duration
 	}{{0, 27 * time.Second}, {0.5, 30 * time.Second}, {0.999, 30 * time.Second}} {
 		gate := New(testConfig, func() float64 { return c.u })
-		gate.ConnDown(t0)
-		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA))
-		require.False(t, gate.Done(t0, hostA, false, true), "a failed dial is no evidence")
-		require.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostB)) // the second: its phase
-		require.Equal(t, VerdictBudget, gate.Admit(at(time.Hour), hostC))
+		gate.Observe(t0, ConnDown, noAddr)
+		require.Equal(t, VerdictBudget, gate.Admit(t0, hostA, Pool))
+		require.False(t, gate.Done(t0, hostA, Pool, false, true), "a failed dial is no evidence")
+		require.Equal(t, VerdictBudget, gate.Admit(at(2*time.Second), hostB, Pool)) // the second: its phase
+		require.Equal(t, VerdictBudget, gate.Admit(at(time.Hour), hostC, Pool))
 		assert.Equal(t, at(time.Hour+c.want), gate.NextReal(), "u=%v", c.u)
 	}
 }
@@ -196,7 +199,7 @@ func TestDialGateBudgetJitterNeverPassesMaxInterval(t *testing.T) {
 // turn: the budget is not spent on one host while another is ready.
 func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 	gate := newGate(t)
-	gate.ConnDown(t0)
+	gate.Observe(t0, ConnDown, noAddr)
 	hosts := []netip.AddrPort{hostA, hostB, hostC}
 	dialled := map[netip.AddrPort]int{}
 	// Every 100 ms someone dials every host in the same order (as gocql's sweep does).
@@ -220,10 +223,10 @@ func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 // then waited for the budget host by host).
 func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	gate := newGate(t)
-	gate.ConnDown(t0)
+	gate.Observe(t0, ConnDown, noAddr)
 	_, _ = dial(gate, t0, hostA, false)
 	assert.True(t, gate.BudgetApplies())
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(500*time.Millisecond), hostC), "unreachable as far as we know: budget")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(500*time.Millisecond), hostC, Pool), "unreachable as far as we know: budget")
 	v, ev := dial(gate, at(time.Second), hostB, true)
 	assert.Equal(t, VerdictBudget, v)
 	assert.True(t, ev, "it connected while our connection is down: evidence")
@@ -236,22 +239,22 @@ func TestDialGateEvidenceAndNoStarvation(t *testing.T) {
 	v, ev = dial(gate, at(1100*time.Millisecond), hostC, true)
 	assert.Equal(t, VerdictPass, v, "reachable: a host not known down passes")
 	assert.False(t, ev, "known reachable: another host that connects is no news")
-	assert.Equal(t, VerdictHostSlot, gate.Admit(at(1100*time.Millisecond), hostA), "a host known down: its own backoff decides")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1100*time.Millisecond), hostA), "one per backoff")
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(1100*time.Millisecond), hostA, Pool), "a host known down: its own backoff decides")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(1100*time.Millisecond), hostA, Pool), "one per backoff")
 
 	// Our connection comes back and goes down again: the earlier evidence is stale.
-	gate.ConnUp(at(2 * time.Second))
-	gate.ConnDown(at(10 * time.Second))
+	gate.Observe(at(2*time.Second), ConnUp, noAddr)
+	gate.Observe(at(10*time.Second), ConnDown, noAddr)
 	v, _ = dial(gate, at(10*time.Second), hostC, false)
 	assert.Equal(t, VerdictBudget, v)
-	assert.Equal(t, VerdictNoBudget, gate.Admit(at(10*time.Second), hostB))
+	assert.Equal(t, VerdictNoBudget, gate.Admit(at(10*time.Second), hostB, Pool))
 }
 
 // Ours reconnected: the budget is off, hosts it sees up open at once (HostUp), and a host
 // still known down from the outage gets one real dial at once, its backoff starting over.
 func TestDialGateReconnected(t *testing.T) {
 	gate := newGate(t)
-	gate.ConnDown(t0)
+	gate.Observe(t0, ConnDown, noAddr)
 	now := t0
 	for now.Before(at(120 * time.Second)) { // a long outage: A and B fail many times
 		for _, h := range []netip.AddrPort{hostA, hostB} {
@@ -262,14 +265,14 @@ func TestDialGateReconnected(t *testing.T) {
 	require.True(t, gate.hosts[hostA].down)
 	require.True(t, gate.hosts[hostB].down)
 
-	gate.ConnUp(now)
-	gate.HostUp(hostA)
-	assert.Equal(t, VerdictPass, gate.Admit(now, hostA), "seen up: open at once")
+	gate.Observe(now, ConnUp, noAddr)
+	gate.Observe(time.Time{}, HostUp, hostA)
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostA, Pool), "seen up: open at once")
 	v, _ := dial(gate, now, hostB, false)
 	assert.Equal(t, VerdictHostSlot, v, "still down: one dial at once")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(999*time.Millisecond), hostB))
-	assert.Equal(t, VerdictHostSlot, gate.Admit(now.Add(time.Second), hostB), "backoff from 1 s again")
-	assert.Equal(t, VerdictPass, gate.Admit(now, hostC), "unknown host, connection up: pass")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(999*time.Millisecond), hostB, Pool))
+	assert.Equal(t, VerdictHostSlot, gate.Admit(now.Add(time.Second), hostB, Pool), "backoff from 1 s again")
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostC, Pool), "unknown host, connection up: pass")
 }
 
 // Before our first connection nothing says the cluster is unreachable: dials pass, and a host
@@ -283,10 +286,10 @@ func TestDialGateFirstConnection(t *testing.T) {
 		_, _ = dial(gate, now, hostA, false)
 		now = gate.hosts[hostA].next
 	}
-	require.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(-time.Millisecond), hostA))
+	require.Equal(t, VerdictHostBackoff, gate.Admit(now.Add(-time.Millisecond), hostA, Pool))
 	first := now.Add(-10 * time.Second)
-	gate.ConnUp(first)
-	assert.Equal(t, VerdictHostSlot, gate.Admit(first, hostA), "our first connection: one dial at once")
+	gate.Observe(first, ConnUp, noAddr)
+	assert.Equal(t, VerdictHostSlot, gate.Admit(first, hostA, Pool), "our first connection: one dial at once")
 }
 
 // Our connection lost to A: one lost connection does not make the cluster unreachable, so
@@ -299,54 +302,54 @@ func TestDialGateFirstConnection(t *testing.T) {
 // the restarting node took) while Lost made the whole cluster unreachable.
 func TestDialGateLostAndProbed(t *testing.T) {
 	gate := newGate(t)
-	gate.Lost(t0, hostA)
+	gate.Observe(t0, Lost, hostA)
 	require.False(t, gate.ConnIsUp())
 	assert.False(t, gate.BudgetApplies(), "presumed reachable")
-	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "presumed reachable")
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB, Pool), "presumed reachable")
 	v, _ := dial(gate, t0, hostC, false)
 	assert.Equal(t, VerdictPass, v)
-	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostB), "a dial failed: the presumption ends, the budget applies")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostC), "failed once: known down")
-	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostC), "then on the budget")
-	gate.Done(at(time.Second), hostC, false, true)
+	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostB, Pool), "a dial failed: the presumption ends, the budget applies")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostC, Pool), "failed once: known down")
+	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostC, Pool), "then on the budget")
+	gate.Done(at(time.Second), hostC, Pool, false, true)
 	assert.Equal(t, at(2200*time.Millisecond), gate.NextReal(), "the budget's next dial, one interval (1.2 s) later")
-	gate.Done(t0, hostB, true, false)
+	gate.Done(t0, hostB, Pool, true, false)
 
 	back := at(3 * time.Second)
-	gate.ConnUp(back)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "lost from, not seen since: no slot at once for gocql")
+	gate.Observe(back, ConnUp, noAddr)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA, Pool), "lost from, not seen since: no slot at once for gocql")
 	v, _ = dial(gate, back.Add(time.Second), hostA, false)
 	assert.Equal(t, VerdictHostSlot, v, "one dial HostBackoff after adoption: it may be back")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA), "that failed: MaxInterval to the next")
-	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(2*time.Second), hostA), "a probe is a dial: not within the host's backoff")
-	gate.Done(back.Add(2*time.Second), hostA, true, false) // gocql's pool connected (an UP)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostA, Pool), "that failed: MaxInterval to the next")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(2*time.Second), hostA, Own), "a probe is a dial: not within the host's backoff")
+	gate.Done(back.Add(2*time.Second), hostA, Pool, true, false) // gocql's pool connected (an UP)
 	gate.SetupDone(back.Add(2*time.Second), hostA, Pool, 0, SetupOK)
-	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "connected: open for gocql")
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA, Pool), "connected: open for gocql")
 }
 
 // Probes count (issue 18, defect 6): after a reconnection ours probes every other host within
 // a second; a probe goes through the gate as a dial: a host not known down passes, a host to
 // verify (lost from, or announced DOWN before the adoption) is probed at once without moving
 // gocql's slot, and a host known down is probed only when its slot is due, taking it. Checked
-// to fail while AdmitOwn passed every dial of ours while it was up.
+// to fail while Admit (Own) passed every dial of ours while it was up.
 func TestDialGateProbesAreDials(t *testing.T) {
 	gate := newGate(t)
-	gate.Lost(t0, hostA)
-	gate.HostDown(t0, hostB)
+	gate.Observe(t0, Lost, hostA)
+	gate.Observe(t0, HostDown, hostB)
 	v, _ := dial(gate, t0, hostC, false) // the presumption ends; hostC known down by a failed dial
 	require.Equal(t, VerdictPass, v)
 	back := at(3 * time.Second)
-	gate.ConnUp(back)
-	gate.HostDown(back, hostC) // announced DOWN on the new connection: MaxInterval to its slot
+	gate.Observe(back, ConnUp, noAddr)
+	gate.Observe(back, HostDown, hostC) // announced DOWN on the new connection: MaxInterval to its slot
 
-	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back, hostA), "the host ours was lost from: verified at once")
-	gate.DoneOwn(back, hostA, false, true)
-	assert.Equal(t, VerdictHostSlot, gate.Admit(back.Add(time.Second), hostA), "gocql's slot did not move: HostBackoff after adoption")
-	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back, hostB), "announced down before the adoption: verified at once")
-	assert.Equal(t, VerdictHostBackoff, gate.AdmitOwn(back.Add(500*time.Millisecond), hostC), "announced down now: no probe until its slot")
-	assert.Equal(t, VerdictHostSlot, gate.AdmitOwn(back.Add(30*time.Second), hostC), "its slot: the probe takes it")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostC), "and gocql waits for the next")
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(back, netip.MustParseAddrPort("127.0.0.9:9042")), "not known down: passes")
+	assert.Equal(t, VerdictHostSlot, gate.Admit(back, hostA, Own), "the host ours was lost from: verified at once")
+	gate.Done(back, hostA, Own, false, true)
+	assert.Equal(t, VerdictHostSlot, gate.Admit(back.Add(time.Second), hostA, Pool), "gocql's slot did not move: HostBackoff after adoption")
+	assert.Equal(t, VerdictHostSlot, gate.Admit(back, hostB, Own), "announced down before the adoption: verified at once")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(500*time.Millisecond), hostC, Own), "announced down now: no probe until its slot")
+	assert.Equal(t, VerdictHostSlot, gate.Admit(back.Add(30*time.Second), hostC, Own), "its slot: the probe takes it")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back.Add(30*time.Second), hostC, Pool), "and gocql waits for the next")
+	assert.Equal(t, VerdictPass, gate.Admit(back, netip.MustParseAddrPort("127.0.0.9:9042"), Own), "not known down: passes")
 }
 
 // Ours cut off alone: the host it was lost from waits HostBackoff (gocql redials it at once
@@ -354,14 +357,14 @@ func TestDialGateProbesAreDials(t *testing.T) {
 // suspect any more.
 func TestDialGateLostHost(t *testing.T) {
 	gate := newGate(t)
-	gate.Lost(t0, hostA)
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA))
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA))
-	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostA))
-	gate.Done(at(time.Second), hostA, true, false)
+	gate.Observe(t0, Lost, hostA)
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA, Pool))
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostA, Pool))
+	assert.Equal(t, VerdictBudget, gate.Admit(at(time.Second), hostA, Pool))
+	gate.Done(at(time.Second), hostA, Pool, true, false)
 	gate.SetupDone(at(time.Second), hostA, Pool, 0, SetupOK)
-	gate.ConnUp(at(2 * time.Second))
-	assert.Equal(t, VerdictPass, gate.Admit(at(2*time.Second), hostA), "it accepted a dial: not suspect any more")
+	gate.Observe(at(2*time.Second), ConnUp, noAddr)
+	assert.Equal(t, VerdictPass, gate.Admit(at(2*time.Second), hostA, Pool), "it accepted a dial: not suspect any more")
 }
 
 // Our own failed dial after Lost ends the presumption of reachability (our attempt found
@@ -370,13 +373,13 @@ func TestDialGateLostHost(t *testing.T) {
 // every host for free (7 nodes, 20 s: 29 dials instead of 23 in the virtual-time outage).
 func TestDialGateOwnFailureEndsPresumption(t *testing.T) {
 	gate := newGate(t)
-	gate.Lost(t0, hostA)
-	require.Equal(t, VerdictPass, gate.AdmitOwn(t0, hostB))
-	gate.DoneOwn(t0, hostB, false, true)
-	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostC), "the budget applies")
-	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB), "hostB is not known down: it only waits for the budget")
-	gate.ConnUp(at(time.Second))
-	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostB))
+	gate.Observe(t0, Lost, hostA)
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostB, Own))
+	gate.Done(t0, hostB, Own, false, true)
+	assert.Equal(t, VerdictBudget, gate.Admit(t0, hostC, Pool), "the budget applies")
+	assert.Equal(t, VerdictNoBudget, gate.Admit(t0, hostB, Pool), "hostB is not known down: it only waits for the budget")
+	gate.Observe(at(time.Second), ConnUp, noAddr)
+	assert.Equal(t, VerdictPass, gate.Admit(at(time.Second), hostB, Pool))
 }
 
 func TestVerdictString(t *testing.T) {
@@ -395,22 +398,22 @@ func TestVerdictString(t *testing.T) {
 // when any connected dial while ours was down was evidence.
 func TestDialGateLostHostDoesNotEndPresumption(t *testing.T) {
 	gate := newGate(t)
-	require.Equal(t, VerdictPass, gate.Admit(t0, hostA))
-	require.Equal(t, VerdictPass, gate.Admit(t0, hostA), "gocql's two pool connections redial A")
-	assert.False(t, gate.Done(t0, hostA, false, true), "one fails before ours notices")
-	gate.Lost(at(time.Millisecond), hostA)
-	assert.False(t, gate.Done(at(2*time.Millisecond), hostA, false, true), "the other fails after")
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(t0, hostA, Pool), "gocql's two pool connections redial A")
+	assert.False(t, gate.Done(t0, hostA, Pool, false, true), "one fails before ours notices")
+	gate.Observe(at(time.Millisecond), Lost, hostA)
+	assert.False(t, gate.Done(at(2*time.Millisecond), hostA, Pool, false, true), "the other fails after")
 
 	v, ev := dial(gate, at(3*time.Millisecond), hostB, true)
 	assert.Equal(t, VerdictPass, v, "the rest of the cluster is still presumed reachable")
 	assert.False(t, ev, "a dial confirming the presumption is no evidence")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(4*time.Millisecond), hostA), "the lost host waits its backoff")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(4*time.Millisecond), hostA, Pool), "the lost host waits its backoff")
 
 	// Another loss; a failed dial to another host ends the presumption: the budget applies,
 	// and the dial it pays that connects is evidence.
-	gate.ConnUp(at(time.Second))
-	gate.HostUp(hostA)
-	gate.Lost(at(2*time.Second), hostB)
+	gate.Observe(at(time.Second), ConnUp, noAddr)
+	gate.Observe(time.Time{}, HostUp, hostA)
+	gate.Observe(at(2*time.Second), Lost, hostB)
 	_, _ = dial(gate, at(2*time.Second), hostC, false)
 	v, ev = dial(gate, at(2*time.Second), hostA, true)
 	assert.Equal(t, VerdictBudget, v)
@@ -426,39 +429,39 @@ func TestDialGateLostHostDoesNotEndPresumption(t *testing.T) {
 func TestDialGateSeenUpGivesTheHostOursWasLostFromOneDialAfterItsBackoff(t *testing.T) {
 	t.Run("stopped: its DOWN announcement closes it", func(t *testing.T) {
 		gate := newGate(t)
-		gate.ConnUp(t0)
-		gate.Lost(t0, hostA)
+		gate.Observe(t0, ConnUp, noAddr)
+		gate.Observe(t0, Lost, hostA)
 		_, _ = dial(gate, at(10*time.Millisecond), hostA, false) // gocql redials it: refused
-		gate.SeenUp(hostA)
-		gate.SeenUp(hostB)
-		gate.ConnUp(at(80 * time.Millisecond))
-		assert.Equal(t, VerdictPass, gate.Admit(at(100*time.Millisecond), hostB), "a host seen up passes")
-		assert.Equal(t, VerdictHostBackoff, gate.Admit(at(200*time.Millisecond), hostA), "the host ours was lost from waits")
-		gate.HostDown(at(500*time.Millisecond), hostA) // its DOWN announcement
-		assert.False(t, gate.Admit(at(1100*time.Millisecond), hostA).Allowed(), "announced down: no dial after the backoff")
-		assert.False(t, gate.Admit(at(29*time.Second), hostA).Allowed(), "until its slot, MaxInterval after the announcement")
-		gate.HostUp(hostA)
-		assert.Equal(t, VerdictPass, gate.Admit(at(30*time.Second), hostA), "its UP announcement opens it")
+		gate.Observe(time.Time{}, SeenUp, hostA)
+		gate.Observe(time.Time{}, SeenUp, hostB)
+		gate.Observe(at(80*time.Millisecond), ConnUp, noAddr)
+		assert.Equal(t, VerdictPass, gate.Admit(at(100*time.Millisecond), hostB, Pool), "a host seen up passes")
+		assert.Equal(t, VerdictHostBackoff, gate.Admit(at(200*time.Millisecond), hostA, Pool), "the host ours was lost from waits")
+		gate.Observe(at(500*time.Millisecond), HostDown, hostA) // its DOWN announcement
+		assert.False(t, gate.Admit(at(1100*time.Millisecond), hostA, Pool).Allowed(), "announced down: no dial after the backoff")
+		assert.False(t, gate.Admit(at(29*time.Second), hostA, Pool).Allowed(), "until its slot, MaxInterval after the announcement")
+		gate.Observe(time.Time{}, HostUp, hostA)
+		assert.Equal(t, VerdictPass, gate.Admit(at(30*time.Second), hostA, Pool), "its UP announcement opens it")
 	})
 	t.Run("back: one dial after the backoff opens it", func(t *testing.T) {
 		gate := newGate(t)
-		gate.ConnUp(t0)
-		gate.Lost(t0, hostA)
-		gate.SeenUp(hostA)
-		gate.ConnUp(at(20 * time.Second))
-		assert.Equal(t, VerdictHostBackoff, gate.Admit(at(20*time.Second+500*time.Millisecond), hostA))
+		gate.Observe(t0, ConnUp, noAddr)
+		gate.Observe(t0, Lost, hostA)
+		gate.Observe(time.Time{}, SeenUp, hostA)
+		gate.Observe(at(20*time.Second), ConnUp, noAddr)
+		assert.Equal(t, VerdictHostBackoff, gate.Admit(at(20*time.Second+500*time.Millisecond), hostA, Pool))
 		v, _ := dial(gate, at(21*time.Second), hostA, true)
 		assert.Equal(t, VerdictHostSlot, v, "one real dial HostBackoff after adoption")
-		assert.Equal(t, VerdictPass, gate.Admit(at(21*time.Second+250*time.Millisecond), hostA), "it connected: open")
+		assert.Equal(t, VerdictPass, gate.Admit(at(21*time.Second+250*time.Millisecond), hostA, Pool), "it connected: open")
 	})
 	t.Run("our probe connects first", func(t *testing.T) {
 		gate := newGate(t)
-		gate.ConnUp(t0)
-		gate.Lost(t0, hostA)
-		gate.SeenUp(hostA)
-		gate.ConnUp(at(80 * time.Millisecond))
-		gate.DoneOwn(at(300*time.Millisecond), hostA, true, false)
-		assert.Equal(t, VerdictPass, gate.Admit(at(300*time.Millisecond), hostA), "our probe's connection opens it")
+		gate.Observe(t0, ConnUp, noAddr)
+		gate.Observe(t0, Lost, hostA)
+		gate.Observe(time.Time{}, SeenUp, hostA)
+		gate.Observe(at(80*time.Millisecond), ConnUp, noAddr)
+		gate.Done(at(300*time.Millisecond), hostA, Own, true, false)
+		assert.Equal(t, VerdictPass, gate.Admit(at(300*time.Millisecond), hostA, Pool), "our probe's connection opens it")
 	})
 }
 
@@ -470,20 +473,20 @@ func TestDialGateSeenUpGivesTheHostOursWasLostFromOneDialAfterItsBackoff(t *test
 // DOWN announcement on the new connection closes the host for MaxInterval instead.
 func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
 	gate := newGate(t)
-	gate.ConnUp(t0)
-	gate.HostDown(t0, hostB)
-	gate.HostDown(t0, hostC)
-	gate.Lost(at(100*time.Millisecond), hostA)
+	gate.Observe(t0, ConnUp, noAddr)
+	gate.Observe(t0, HostDown, hostB)
+	gate.Observe(t0, HostDown, hostC)
+	gate.Observe(at(100*time.Millisecond), Lost, hostA)
 	back := at(60 * time.Second)
-	gate.ConnUp(back)
+	gate.Observe(back, ConnUp, noAddr)
 	v, _ := dial(gate, back, hostB, true)
 	assert.Equal(t, VerdictHostSlot, v, "one dial at once after the adoption")
-	assert.Equal(t, VerdictPass, gate.Admit(back, hostB), "it connected: open")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA), "the host ours was lost from waits HostBackoff")
-	gate.HostDown(back.Add(500*time.Millisecond), hostC) // announced on the new connection
-	assert.False(t, gate.Admit(back.Add(time.Second), hostC).Allowed(), "announced down again: MaxInterval")
-	assert.False(t, gate.Admit(back.Add(30*time.Second), hostC).Allowed())
-	assert.True(t, gate.Admit(back.Add(31*time.Second), hostC).Allowed())
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostB, Pool), "it connected: open")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(back, hostA, Pool), "the host ours was lost from waits HostBackoff")
+	gate.Observe(back.Add(500*time.Millisecond), HostDown, hostC) // announced on the new connection
+	assert.False(t, gate.Admit(back.Add(time.Second), hostC, Pool).Allowed(), "announced down again: MaxInterval")
+	assert.False(t, gate.Admit(back.Add(30*time.Second), hostC, Pool).Allowed())
+	assert.True(t, gate.Admit(back.Add(31*time.Second), hostC, Pool).Allowed())
 }
 
 // After our ControlConnection is closed the driver dials at its user's own reconnect interval
@@ -493,7 +496,7 @@ func TestDialGateAnnouncedDownBeforeTheReconnectionGetsOneDial(t *testing.T) {
 func TestDialGateAfterClose(t *testing.T) {
 	const interval = 60 * time.Second
 	gate := newGate(t)
-	gate.HostDown(at(0), hostA) // announced: its next slot at MaxInterval, 30 s
+	gate.Observe(at(0), HostDown, hostA) // announced: its next slot at MaxInterval, 30 s
 	assert.Equal(t, VerdictPass, gate.AdmitAfterClose(at(time.Second), hostB, interval), "not down: passes")
 	gate.DoneAfterClose(at(time.Second), hostB, false, true, interval)
 	assert.Equal(t, VerdictHostBackoff, gate.AdmitAfterClose(at(time.Second+time.Millisecond), hostB, interval))
@@ -519,8 +522,8 @@ func TestDialGateRetain(t *testing.T) {
 	require.Equal(t, 3, gate.Hosts())
 	gate.Retain(func(addr netip.AddrPort) bool { return addr == hostA })
 	assert.Equal(t, 1, gate.Hosts())
-	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB), "forgotten: a host dialled again starts afresh")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA), "kept: its backoff with it")
+	assert.Equal(t, VerdictPass, gate.Admit(t0, hostB, Pool), "forgotten: a host dialled again starts afresh")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(t0, hostA, Pool), "kept: its backoff with it")
 }
 
 // Once a dial proves the cluster reachable while ours is down (issue 18, defect 4), a
@@ -529,16 +532,16 @@ func TestDialGateRetain(t *testing.T) {
 // known-down hosts stayed on the budget (no_budget at 1 s).
 func TestDialGateProvenReachableKnownDownOnOwnBackoff(t *testing.T) {
 	gate := newGate(t)
-	gate.Lost(t0, hostA)
+	gate.Observe(t0, Lost, hostA)
 	v, _ := dial(gate, t0, hostC, false) // the presumption ends; hostC down, its next dial at 1 s
 	require.Equal(t, VerdictPass, v)
 	require.True(t, gate.BudgetApplies())
 	v, evidence := dial(gate, at(900*time.Millisecond), hostB, true)
 	require.Equal(t, VerdictBudget, v)
 	require.True(t, evidence, "hostB accepted: the cluster is proven reachable")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostC))
-	assert.Equal(t, VerdictHostSlot, gate.Admit(at(time.Second), hostC), "its own backoff is due: a slot, not the budget")
-	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC), "one per backoff")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(999*time.Millisecond), hostC, Pool))
+	assert.Equal(t, VerdictHostSlot, gate.Admit(at(time.Second), hostC, Pool), "its own backoff is due: a slot, not the budget")
+	assert.Equal(t, VerdictHostBackoff, gate.Admit(at(time.Second), hostC, Pool), "one per backoff")
 }
 
 // A partial outage: our connection was lost with two of three hosts, and the driver redials
@@ -549,7 +552,7 @@ func TestDialGateProvenReachableKnownDownOnOwnBackoff(t *testing.T) {
 // watch test, with the governor on by default).
 func TestDialGateBudgetSlotHeldForOurs(t *testing.T) {
 	gate := newGate(t)
-	gate.Lost(t0, hostA)
+	gate.Observe(t0, Lost, hostA)
 	_, _ = dial(gate, t0, hostB, false) // ends the presumption: the budget applies
 	require.True(t, gate.BudgetApplies())
 	oursAt := []time.Duration{1000 * time.Millisecond, 2100 * time.Millisecond, 3300 * time.Millisecond, 4600 * time.Millisecond}
@@ -563,7 +566,7 @@ func TestDialGateBudgetSlotHeldForOurs(t *testing.T) {
 		}
 		for _, o := range oursAt {
 			if o == tick {
-				if v := gate.AdmitOwn(at(tick), hostC); v.Allowed() {
+				if v := gate.Admit(at(tick), hostC, Own); v.Allowed() {
 					require.Equal(t, VerdictBudget, v)
 					oursGot = tick
 				}
@@ -580,9 +583,9 @@ func TestDialGateBudgetSlotHeldForOurs(t *testing.T) {
 func returned(t *testing.T, gate *DialGate, now time.Time) {
 	t.Helper()
 	_, _ = dial(gate, t0, hostA, false)
-	v := gate.Admit(now, hostA)
+	v := gate.Admit(now, hostA, Pool)
 	require.True(t, v.Allowed(), "the host's slot: %v", v)
-	gate.Done(now, hostA, true, false)
+	gate.Done(now, hostA, Pool, true, false)
 	limit, inflight := gate.Limit(hostA)
 	require.Equal(t, 1, limit, "a returning host admits one setup in flight")
 	require.Equal(t, 1, inflight)
@@ -595,26 +598,26 @@ func TestDialGateReturnSlowStart(t *testing.T) {
 	gate := newGate(t)
 	now := at(5 * time.Second)
 	returned(t, gate, now)
-	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "a second setup while the first authenticates")
-	assert.Equal(t, VerdictPass, gate.Admit(now, hostB), "other hosts are not limited")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Pool), "a second setup while the first authenticates")
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostB, Pool), "other hosts are not limited")
 	gate.SetupDone(now.Add(50*time.Millisecond), hostA, Pool, 50*time.Millisecond, SetupOK)
 	limit, _ := gate.Limit(hostA)
 	require.Equal(t, 2, limit, "one more per fast setup")
-	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
-	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "two in flight at limit 2")
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA, Pool))
+	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Pool), "two in flight at limit 2")
 	gate.SetupDone(now, hostA, Pool, 50*time.Millisecond, SetupOK)
 	limit, _ = gate.Limit(hostA)
 	require.Equal(t, 3, limit)
-	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now, hostA))
-	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "three in flight at limit 3")
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(now, hostA, Pool))
+	require.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Pool), "three in flight at limit 3")
 	gate.SetupDone(now, hostA, Pool, 50*time.Millisecond, SetupOK) // limit 4 = OpenLimit: open
 	limit, inflight := gate.Limit(hostA)
 	assert.Zero(t, limit, "open")
 	assert.Zero(t, inflight)
 	for range 10 {
-		require.Equal(t, VerdictPass, gate.Admit(now, hostA))
+		require.Equal(t, VerdictPass, gate.Admit(now, hostA, Pool))
 	}
 }
 
@@ -642,22 +645,22 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight)
 	// Not served: window 100 ms; u = 0.5 pauses 50 ms.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(49*time.Millisecond), hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(50*time.Millisecond), hostA))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(49*time.Millisecond), hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(50*time.Millisecond), hostA, Pool))
 	now = now.Add(11 * time.Second)
 	gate.SetupDone(now, hostA, Pool, 11*time.Second, SetupBusy) // dropped again: window 200 ms, paused 100 ms
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA, Pool))
 	now = now.Add(2 * time.Second)                           // 24 s after back:
 	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window 4 × 24 s = 96 s
 	// Equal jitter: u = 0.5 pauses 96 s × (1 + 0.5) / 2 = 72 s; u = 0 would pause 48 s.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(72*time.Second-time.Millisecond), hostA))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(72*time.Second), hostA))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(72*time.Second-time.Millisecond), hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(72*time.Second), hostA, Pool))
 	now = now.Add(92 * time.Second)                             // 116 s after back:
 	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 116 s, capped at ServedMax
 	wait := ServedMax * 3 / 4
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(wait-time.Millisecond), hostA), "window ServedMax, paused 3/4 of it")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(wait), hostA))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(wait-time.Millisecond), hostA, Pool), "window ServedMax, paused 3/4 of it")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(wait), hostA, Pool))
 
 	// Fast again: the host opens, and its next slow spell is timed from its own start.
 	for range OpenLimit {
@@ -684,35 +687,35 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 // no slot, and its ready setup does not serve the client; once served, it waits while the
 // setups in flight reach the limit. A control dial that returns the host leaves no setup in
 // flight, so the pool's first setup does not queue behind its login. Checked to fail with
-// AdmitControl as Admit (the control connection then took the host's one slot).
+// Control admitted as Pool (the control connection then took the host's one slot).
 func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 	now := at(5 * time.Second)
 	gate := newGate(t)
 	returned(t, gate, now) // a pool dial returned hostA: its setup is in flight
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(now, hostA), "the pool's first setup is in flight")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Control), "the pool's first setup is in flight")
 	gate.SetupDone(now.Add(2*time.Second), hostA, Pool, 2*time.Second, SetupOK) // served, slow: paused
-	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(now.Add(2*time.Second), hostA))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(2*time.Second), hostA, Control))
 	after := gate.PauseUntil(hostA)
-	require.Equal(t, VerdictPass, gate.AdmitControl(after, hostA), "served, nothing in flight")
+	require.Equal(t, VerdictPass, gate.Admit(after, hostA, Control), "served, nothing in flight")
 	limit, inflight := gate.Limit(hostA)
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight, "the control connection took no slot")
-	require.Equal(t, VerdictPass, gate.Admit(after, hostA), "the pool's second setup")
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(after, hostA), "served: one setup in flight at limit 1")
+	require.Equal(t, VerdictPass, gate.Admit(after, hostA, Pool), "the pool's second setup")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(after, hostA, Control), "served: one setup in flight at limit 1")
 
 	// A control connection's dial returns the host: nothing is in flight, the pool goes at once,
 	// and the control's ready setup does not serve the client.
 	gate = newGate(t)
 	_, _ = dial(gate, t0, hostA, false) // known down: a failed dial
 	back := now
-	require.True(t, gate.AdmitControl(back, hostA).Allowed())
-	gate.DoneControl(back, hostA, true, false)
+	require.True(t, gate.Admit(back, hostA, Control).Allowed())
+	gate.Done(back, hostA, Control, true, false)
 	limit, inflight = gate.Limit(hostA)
 	require.Equal(t, 1, limit, "returning")
 	assert.Zero(t, inflight)
-	assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "the pool's first setup does not wait for the control's")
+	assert.Equal(t, VerdictPass, gate.Admit(back, hostA, Pool), "the pool's first setup does not wait for the control's")
 	gate.SetupDone(back.Add(50*time.Millisecond), hostA, Control, 50*time.Millisecond, SetupOK)
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(back, hostA), "the pool's first setup is still in flight: not served")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(back, hostA, Control), "the pool's first setup is still in flight: not served")
 	_, inflight = gate.Limit(hostA)
 	assert.Equal(t, 1, inflight, "the control's setup ended no pool setup")
 }
@@ -726,13 +729,13 @@ func TestDialGateReturnPooledControlDoesNotServe(t *testing.T) {
 	gate := New(testConfig, func() float64 { return 0 })
 	now := at(5 * time.Second)
 	returned(t, gate, now) // the v2 control connection's dial returned hostA: its setup takes the slot
-	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA), "the control connection's setup holds the one slot")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Pool), "the control connection's setup holds the one slot")
 	now = now.Add(3 * time.Second)
 	gate.SetupDone(now, hostA, PooledControl, 3*time.Second, SetupOK) // ready after 3 s: slow
 	limit, inflight := gate.Limit(hostA)
 	assert.Equal(t, 1, limit)
 	assert.Zero(t, inflight, "its end freed the slot")
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(time.Millisecond), hostA), "not served: the pool's first setup is not held a served client's pause")
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(time.Millisecond), hostA, Pool), "not served: the pool's first setup is not held a served client's pause")
 }
 
 // Setups no SetupDone ended (a driver whose connect observer was replaced) are forgotten after
@@ -741,8 +744,8 @@ func TestDialGateReturnForgetsLostSetups(t *testing.T) {
 	gate := newGate(t)
 	now := at(5 * time.Second)
 	returned(t, gate, now)
-	assert.Equal(t, VerdictSetupLimit, gate.Admit(now.Add(setupPatience-time.Millisecond), hostA))
-	assert.Equal(t, VerdictPass, gate.Admit(now.Add(setupPatience), hostA))
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now.Add(setupPatience-time.Millisecond), hostA, Pool))
+	assert.Equal(t, VerdictPass, gate.Admit(now.Add(setupPatience), hostA, Pool))
 }
 
 // A host marked down while a setup to it was in flight (it stopped mid-setup: the setup may
@@ -754,11 +757,11 @@ func TestDialGateReturnForgetsSetupsOfAHostThatWentDown(t *testing.T) {
 		name string
 		mark func(gate *DialGate, now time.Time)
 	}{
-		{"announced down", func(gate *DialGate, now time.Time) { gate.HostDown(now, hostA) }},
+		{"announced down", func(gate *DialGate, now time.Time) { gate.Observe(now, HostDown, hostA) }},
 		{"a failed dial", func(gate *DialGate, now time.Time) {
-			gate.Done(now.Add(time.Second), hostA, false, true) // a dial admitted earlier
+			gate.Done(now.Add(time.Second), hostA, Pool, false, true) // a dial admitted earlier
 		}},
-		{"lost", func(gate *DialGate, now time.Time) { gate.Lost(now, hostA) }},
+		{"lost", func(gate *DialGate, now time.Time) { gate.Observe(now, Lost, hostA) }},
 	} {
 		t.Run(down.name, func(t *testing.T) {
 			gate := newGate(t)
@@ -768,9 +771,9 @@ func TestDialGateReturnForgetsSetupsOfAHostThatWentDown(t *testing.T) {
 			_, inflight := gate.Limit(hostA)
 			require.Zero(t, inflight, "known down: its setups in flight are forgotten")
 			back := now.Add(3 * time.Second)
-			gate.HostUp(hostA)
-			assert.Equal(t, VerdictPass, gate.Admit(back, hostA), "back: its first setup at once")
-			assert.Equal(t, VerdictSetupLimit, gate.Admit(back, hostA), "and one at a time")
+			gate.Observe(time.Time{}, HostUp, hostA)
+			assert.Equal(t, VerdictPass, gate.Admit(back, hostA, Pool), "back: its first setup at once")
+			assert.Equal(t, VerdictSetupLimit, gate.Admit(back, hostA, Pool), "and one at a time")
 		})
 	}
 }
@@ -780,13 +783,13 @@ func TestDialGateReturnForgetsSetupsOfAHostThatWentDown(t *testing.T) {
 func oursDownReturning(t *testing.T, u *float64) *DialGate {
 	t.Helper()
 	gate := New(testConfig, func() float64 { return *u })
-	gate.ConnDown(t0)
+	gate.Observe(t0, ConnDown, noAddr)
 	v, _ := dial(gate, t0, hostA, false)
 	require.Equal(t, VerdictBudget, v)
 	now := at(5 * time.Second)
-	v = gate.Admit(now, hostA)
+	v = gate.Admit(now, hostA, Pool)
 	require.True(t, v.Allowed(), "%v", v)
-	require.True(t, gate.Done(now, hostA, true, false), "evidence")
+	require.True(t, gate.Done(now, hostA, Pool, true, false), "evidence")
 	return gate
 }
 
@@ -801,36 +804,36 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 	now := at(5 * time.Second)
 
 	gate := oursDownReturning(t, &u)
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA), "the driver's first setup is in flight")
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now.Add(time.Second), hostA))
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Own), "the driver's first setup is in flight")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now.Add(time.Second), hostA, Own))
 	ready := now.Add(80 * time.Millisecond)
 	assert.Equal(t, ready, gate.SetupDone(ready, hostA, Pool, 80*time.Millisecond, SetupOK), "ready: ours may go now")
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(ready, hostA), "the host accepted a dial in this outage")
+	assert.Equal(t, VerdictPass, gate.Admit(ready, hostA, Own), "the host accepted a dial in this outage")
 	assert.True(t, gate.SetupDone(ready, hostA, Pool, 50*time.Millisecond, SetupOK).IsZero(), "ours was not waiting")
-	v := gate.Admit(ready, hostA)
+	v := gate.Admit(ready, hostA, Pool)
 	assert.True(t, v.Allowed(), "ours took no slot: %v", v)
 
 	// A slow-down signal: ours waits for the pause too.
 	gate = oursDownReturning(t, &u)
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(now, hostA))
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(now, hostA, Own))
 	busy := now.Add(11 * time.Second)
 	pauseEnd := busy.Add(50 * time.Millisecond) // not served: window 100 ms, u = 0.5
 	assert.True(t, gate.SetupDone(busy, hostA, Pool, 11*time.Second, SetupBusy).IsZero(),
 		"dropped: ours still waits for the driver's serving login, which redials after the pause")
 	assert.Equal(t, pauseEnd, gate.PauseUntil(hostA))
-	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(pauseEnd.Add(-time.Millisecond), hostA))
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(pauseEnd, hostA),
+	assert.Equal(t, VerdictSlowDown, gate.Admit(pauseEnd.Add(-time.Millisecond), hostA, Own))
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(pauseEnd, hostA, Own),
 		"the driver sets the host up: ours does not slip in before its redial (checked to fail with only setups in flight holding ours)")
-	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA), "the driver's redial")
+	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA, Pool), "the driver's redial")
 	ready = pauseEnd.Add(3 * time.Second)
 	pause := ready.Add(42150 * time.Millisecond) // served, slow since now: window 4 × 14.05 s, u = 0.5: × 0.75
 	assert.Equal(t, pause, gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(pause, hostA))
+	assert.Equal(t, VerdictPass, gate.Admit(pause, hostA, Own))
 
 	// The driver not setting the host up: ours does not wait.
 	gate = oursDownReturning(t, &u)
 	gate.SetupDone(now, hostA, Pool, 0, SetupFailed)
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(now, hostA))
+	assert.Equal(t, VerdictPass, gate.Admit(now, hostA, Own))
 }
 
 // While the client serves nowhere, ours waits for the driver's redial to a returning host
@@ -852,12 +855,12 @@ func TestDialGateReturnOursWaitsForADriverStillAsking(t *testing.T) {
 	require.Greater(t, pauseEnd.Sub(now), setupPatience+askWindow)
 	var lastAsk time.Time
 	for ask := busy; ask.Before(pauseEnd); ask = ask.Add(100 * time.Millisecond) {
-		require.Equal(t, VerdictSlowDown, gate.Admit(ask, hostA))
+		require.Equal(t, VerdictSlowDown, gate.Admit(ask, hostA, Pool))
 		lastAsk = ask
 	}
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitOwn(pauseEnd, hostA), "the driver still asks for the host")
-	assert.Equal(t, VerdictSetupLimit, gate.AdmitControl(pauseEnd, hostA), "gocql's control connection waits too")
-	assert.Equal(t, VerdictPass, gate.AdmitOwn(lastAsk.Add(askWindow), hostA), "the driver stopped asking")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(pauseEnd, hostA, Own), "the driver still asks for the host")
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(pauseEnd, hostA, Control), "gocql's control connection waits too")
+	assert.Equal(t, VerdictPass, gate.Admit(lastAsk.Add(askWindow), hostA, Own), "the driver stopped asking")
 }
 
 // DefersOurs: the driver's dial that returned a host is not handed to ours while the
@@ -873,7 +876,7 @@ func TestDialGateDefersOursWhileTheDriversFirstSetupRuns(t *testing.T) {
 	assert.False(t, gate.DefersOurs(ready, hostA), "served: ours goes")
 
 	gate = oursDownReturning(t, &u)
-	gate.ConnUp(now)
+	gate.Observe(now, ConnUp, noAddr)
 	assert.False(t, gate.DefersOurs(now, hostA), "ours is up: nothing to defer")
 }
 
@@ -890,21 +893,21 @@ func TestDialGateReturnRefusedSetupBooksNothing(t *testing.T) {
 	require.Equal(t, 2, limit)
 	require.Zero(t, inflight)
 	down := now.Add(time.Second)
-	gate.ConnDown(down) // a full outage: the budget applies
+	gate.Observe(down, ConnDown, noAddr) // a full outage: the budget applies
 	v, _ := dial(gate, down, hostB, false)
 	require.Equal(t, VerdictBudget, v, "hostB takes the budget's first dial")
-	assert.Equal(t, VerdictNoBudget, gate.Admit(down, hostA))
-	assert.Equal(t, VerdictNoBudget, gate.Admit(down, hostA))
+	assert.Equal(t, VerdictNoBudget, gate.Admit(down, hostA, Pool))
+	assert.Equal(t, VerdictNoBudget, gate.Admit(down, hostA, Pool))
 	_, inflight = gate.Limit(hostA)
 	assert.Zero(t, inflight, "refused dials set nothing up")
 	next := gate.NextReal()
-	assert.Equal(t, VerdictBudget, gate.Admit(next, hostA), "the budget's next dial")
+	assert.Equal(t, VerdictBudget, gate.Admit(next, hostA, Pool), "the budget's next dial")
 	_, inflight = gate.Limit(hostA)
 	assert.Equal(t, 1, inflight)
 }
 
 // Once the client is served at a returning host, ours (down) is one of its setups there: it
-// holds a slot until OwnSetupDone, so the driver's next setup waits for it, and its slow
+// holds a slot until its SetupDone (Own), so the driver's next setup waits for it, and its slow
 // login pauses the host as a driver's does. Before, ours took no slot and went beside the
 // driver's second pool connection at the pause's end: two logins of a served client in the
 // node's queue at once. Checked to fail with ownSlot never set (the driver's setup passed).
@@ -916,16 +919,16 @@ func TestDialGateReturnOursHoldsASlotOnceServed(t *testing.T) {
 	gate.SetupDone(ready, hostA, Pool, 80*time.Millisecond, SetupOK) // served, fast: limit 2
 	gate.SetupDone(ready, hostA, Pool, 0, SetupBusy)                 // a busy signal: limit 1, paused
 	after := gate.PauseUntil(hostA)
-	require.Equal(t, VerdictPass, gate.AdmitOwn(after, hostA))
+	require.Equal(t, VerdictPass, gate.Admit(after, hostA, Own))
 	limit, inflight := gate.Limit(hostA)
 	require.Equal(t, 1, limit)
 	assert.Equal(t, 1, inflight, "ours holds the slot")
-	assert.Equal(t, VerdictSetupLimit, gate.Admit(after, hostA), "the driver's next setup waits for ours")
-	gate.OwnSetupDone(after.Add(3*time.Second), hostA, 3*time.Second, SetupOK) // slow
+	assert.Equal(t, VerdictSetupLimit, gate.Admit(after, hostA, Pool), "the driver's next setup waits for ours")
+	gate.SetupDone(after.Add(3*time.Second), hostA, Own, 3*time.Second, SetupOK) // slow
 	_, inflight = gate.Limit(hostA)
 	assert.Zero(t, inflight)
-	assert.Equal(t, VerdictSlowDown, gate.Admit(after.Add(3*time.Second), hostA), "ours' slow login paused the host")
-	gate.OwnSetupDone(after.Add(4*time.Second), hostA, time.Second, SetupBusy)
+	assert.Equal(t, VerdictSlowDown, gate.Admit(after.Add(3*time.Second), hostA, Pool), "ours' slow login paused the host")
+	gate.SetupDone(after.Add(4*time.Second), hostA, Own, time.Second, SetupBusy)
 	_, inflight = gate.Limit(hostA)
 	assert.Zero(t, inflight, "a second end of the same setup frees nothing")
 }
@@ -941,25 +944,25 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate := oursDownReturning(t, &u) // hostA returning, its pool setup in flight
 	_, _ = dial(gate, now, hostB, false)
 	later := now.Add(2 * time.Second)
-	require.True(t, gate.Admit(later, hostB).Allowed())
-	gate.Done(later, hostB, true, false) // hostB returning too
+	require.True(t, gate.Admit(later, hostB, Pool).Allowed())
+	gate.Done(later, hostB, Pool, true, false) // hostB returning too
 	gate.SetupDone(later, hostA, Pool, 80*time.Millisecond, SetupOK)
 	gate.SetupDone(later, hostB, Pool, 12*time.Second, SetupBusy) // dropped from hostB's queue
 	// Served (at hostA): window max(100 ms, 4 × 12 s) = 48 s, u = 0.5: every setup to hostB
 	// waits 36 s, ours too, past MaxInterval (30 s).
 	assert.Equal(t, later.Add(36*time.Second), gate.PauseUntil(hostB))
-	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB))
-	assert.Equal(t, VerdictSlowDown, gate.AdmitControl(later.Add(36*time.Second-time.Millisecond), hostB))
-	assert.Equal(t, VerdictSlowDown, gate.AdmitOwn(later.Add(36*time.Second-time.Millisecond), hostB), "ours waits the served pause too")
-	assert.True(t, gate.AdmitOwn(later.Add(36*time.Second), hostB).Allowed())
-	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB).Allowed())
-	gate.ConnUp(later)
-	gate.ConnDown(later.Add(time.Second)) // a new outage: not served again
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB, Pool))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB, Control))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB, Own), "ours waits the served pause too")
+	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB, Own).Allowed())
+	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB, Pool).Allowed())
+	gate.Observe(later, ConnUp, noAddr)
+	gate.Observe(later.Add(time.Second), ConnDown, noAddr) // a new outage: not served again
 	_, _ = dial(gate, later.Add(time.Second), hostC, false)
 	back := later.Add(3 * time.Second)
-	v := gate.Admit(back, hostC)
+	v := gate.Admit(back, hostC, Pool)
 	require.True(t, v.Allowed(), "%v", v)
-	gate.Done(back, hostC, true, false)
+	gate.Done(back, hostC, Pool, true, false)
 	gate.SetupDone(back, hostC, Pool, 12*time.Second, SetupBusy)
 	assert.Equal(t, back.Add(50*time.Millisecond), gate.PauseUntil(hostC), "not served in this outage: retried soon")
 }
@@ -977,10 +980,10 @@ func TestDialGatePoolEmptyEndsTheServedPause(t *testing.T) {
 	gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK) // served, slow: window 4 × 3 s, paused 9 s
 	require.Equal(t, ready.Add(9*time.Second), gate.PauseUntil(hostA))
 	lost := ready.Add(time.Second)
-	require.Equal(t, VerdictSlowDown, gate.Admit(lost, hostA), "served: the pool's next setup waits")
+	require.Equal(t, VerdictSlowDown, gate.Admit(lost, hostA, Pool), "served: the pool's next setup waits")
 
-	gate.PoolEmpty(lost, hostA) // the connection that served was closed; gocql's refill was refused
-	v := gate.Admit(lost, hostA)
+	gate.Observe(lost, PoolEmpty, hostA) // the connection that served was closed; gocql's refill was refused
+	v := gate.Admit(lost, hostA, Pool)
 	require.Equal(t, VerdictPass, v, "a first login again")
 	busy := lost.Add(12 * time.Second)
 	gate.SetupDone(busy, hostA, Pool, 12*time.Second, SetupBusy) // dropped from the server's queue
@@ -989,11 +992,11 @@ func TestDialGatePoolEmptyEndsTheServedPause(t *testing.T) {
 	// Not served at hostB: PoolEmpty there changes nothing.
 	_, _ = dial(gate, now, hostB, false)
 	back := busy.Add(time.Second)
-	require.True(t, gate.Admit(back, hostB).Allowed())
-	gate.Done(back, hostB, true, false)
+	require.True(t, gate.Admit(back, hostB, Pool).Allowed())
+	gate.Done(back, hostB, Pool, true, false)
 	gate.SetupDone(back, hostB, Pool, 12*time.Second, SetupBusy)
 	pause := gate.PauseUntil(hostB)
 	require.True(t, pause.After(back))
-	gate.PoolEmpty(back, hostB)
+	gate.Observe(back, PoolEmpty, hostB)
 	assert.Equal(t, pause, gate.PauseUntil(hostB))
 }

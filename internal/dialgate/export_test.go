@@ -8,7 +8,7 @@ import (
 )
 
 // ConnIsUp reports whether the gate believes our connection is up.
-func (d *DialGate) ConnIsUp() bool { return d.connUp }
+func (d *DialGate) ConnIsUp() bool { return d.up }
 
 // Limit returns addr's setup limit (0: open) and its setups in flight.
 func (d *DialGate) Limit(addr netip.AddrPort) (limit, inflight int) {
@@ -20,7 +20,7 @@ func (d *DialGate) Limit(addr netip.AddrPort) (limit, inflight int) {
 
 // NextReal returns when the budget allows its next real dial (zero while our connection is up).
 func (d *DialGate) NextReal() time.Time {
-	if d.connUp {
+	if d.up {
 		return time.Time{}
 	}
 	return d.nextReal

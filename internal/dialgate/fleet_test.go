@@ -30,7 +30,7 @@ func TestBudgetSpreadsAFleetThatLostTheClusterTogether(t *testing.T) {
 	for c := range clients {
 		rng := rand.New(rand.NewPCG(uint64(c), 18))
 		gate := New(testConfig, rng.Float64)
-		gate.ConnDown(t0)
+		gate.Observe(t0, ConnDown, noAddr)
 		for now := t0; now.Before(at(window + testConfig.MinInterval)); now = now.Add(askEvery) {
 			for _, h := range hosts {
 				if v, _ := dial(gate, now, h, false); v == VerdictBudget && now.After(t0) && now.Before(at(window)) {
@@ -64,7 +64,7 @@ func TestBudgetSlotsNeverWaitForAHost(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 18))
 		gate := New(testConfig, rng.Float64)
-		gate.ConnDown(t0)
+		gate.Observe(t0, ConnDown, noAddr)
 		open := t0 // when the next slot opened
 		var order []netip.AddrPort
 		for now := t0; now.Before(at(120 * time.Second)); now = now.Add(askEvery) {

@@ -144,7 +144,7 @@ func (g *emptiedGate) PoolEmpty(addr netip.AddrPort)                     { g.emp
 
 // gocql v1.7.0 calls its conviction policy only when a fill left the pool empty: governed, a
 // refused fill tells the gate that the pool at the host has no connection (its served pause
-// there ends, dialgate.DialGate.PoolEmpty), and convicts nothing; a real failure is gocql's
+// there ends, dialgate.PoolEmpty), and convicts nothing; a real failure is gocql's
 // policy's and says nothing to the gate. Checked to fail with Refused left unset in govern.
 func TestGovernedRefusedFillEmptiesThePool(t *testing.T) {
 	cfg := gocql.NewCluster("127.0.0.1")
