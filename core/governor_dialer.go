@@ -296,7 +296,7 @@ func (g *dialGovernor) admit(ctx context.Context, addr netip.AddrPort, own bool,
 	default:
 		v = g.gate.Admit(now, addr, g.driverKind(addr))
 	}
-	iv := g.budgetInterval(now)
+	iv := g.gate.Interval(now)
 	g.mu.Unlock()
 	g.counts[v].Add(1)
 	g.observe(v.String())
@@ -369,7 +369,11 @@ func (g *dialGovernor) done(ctx context.Context, addr netip.AddrPort, err error,
 		g.gate.Done(g.now(), addr, dialgate.Own, err == nil, failed)
 	default:
 		now := g.now()
-		evidence = g.gate.Done(now, addr, g.driverKind(addr), err == nil, failed)
+		kind := dialgate.Pool // a failed dial's kind does not matter: read the stack only on success
+		if err == nil {
+			kind = g.driverKind(addr)
+		}
+		evidence = g.gate.Done(now, addr, kind, err == nil, failed)
 		if evidence {
 			// The driver's dial returned addr and its setup goes on: ours follows it (the
 			// data path first), re-armed when it ends (setupDone) rather than now, when its

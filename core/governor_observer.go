@@ -30,7 +30,7 @@ func (g *dialGovernor) observe(verdict string) {
 }
 
 // observeInterval reports the budget's interval to every member's observer if it changed
-// since the last report. iv is read under g.mu by the caller (budgetInterval).
+// since the last report. iv is read under g.mu by the caller (dialgate.DialGate.Interval).
 func (g *dialGovernor) observeInterval(iv time.Duration) {
 	if g.interval.Load() == int64(iv) || g.interval.Swap(int64(iv)) == int64(iv) {
 		return // unchanged: a load, no write, on the hot path
@@ -40,11 +40,6 @@ func (g *dialGovernor) observeInterval(iv time.Duration) {
 			o.GovernorInterval(iv)
 		}
 	}
-}
-
-// budgetInterval is the budget's interval at now, 0 when it does not apply (g.mu held).
-func (g *dialGovernor) budgetInterval(now time.Time) time.Duration {
-	return g.gate.Interval(now)
 }
 
 // republishObservers rebuilds the observers of g's members (g.mu held; join and Close).

@@ -605,8 +605,8 @@ func (d *DialGate) DoneAfterClose(now time.Time, addr netip.AddrPort, ok, failed
 // only ends a presumption of reachability: ours may be cut off alone.
 func (d *DialGate) Done(now time.Time, addr netip.AddrPort, kind Kind, ok, failed bool) (evidence bool) {
 	if kind == Own && !ok {
-		if h := d.hosts[addr]; failed && d.presumed && (h == nil || !h.suspect) {
-			d.reachable, d.presumed = false, false
+		if failed {
+			d.failedPresumption(d.hosts[addr])
 		}
 		return false
 	}
@@ -625,9 +625,7 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, kind Kind, ok, faile
 		h.accepted = d.epoch
 		d.reachable, d.presumed = !d.up, false
 	case failed:
-		if d.presumed && !h.suspect {
-			d.reachable, d.presumed = false, false
-		}
+		d.failedPresumption(h)
 		h.failures++
 		h.verify = false
 		h.accepted = 0
@@ -639,6 +637,14 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, kind Kind, ok, faile
 		h.down = true
 	}
 	return evidence
+}
+
+// failedPresumption ends a presumption of reachability on a failed dial to h (nil: a host the
+// gate has no record of), unless h is a suspect, whose failure says nothing about the others.
+func (d *DialGate) failedPresumption(h *gateHost) {
+	if d.presumed && (h == nil || !h.suspect) {
+		d.reachable, d.presumed = false, false
+	}
 }
 
 // Retain forgets every host keep rejects (removed hosts, addresses a host no longer has).
