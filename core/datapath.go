@@ -22,15 +22,17 @@ func (cc *ControlConnection) dataPathSaw(o *owner, ev hostevents.Event) {
 	}
 	switch ev.Kind {
 	case hostevents.KindUp:
-		if _, ok := o.sawUp[key]; !ok { // the first UP starts the lag; repeats do not restart it
+		if r := o.hosts.get(key); r.lagFrom == nil { // the first UP starts the lag; repeats do not restart it
 			ep := Endpoint{HostID: ev.HostID, DC: ev.DC}
 			if ev.Addr != nil {
 				ep.Addr = cc.translate(ev.Addr, ev.Port)
 			}
-			o.sawUp[key] = sawUp{ep: ep, at: ev.At}
+			r.lagFrom = &sawUp{ep: ep, at: ev.At}
 		}
 	case hostevents.KindDown:
-		delete(o.sawUp, key)
+		if r, ok := o.hosts.recs[key]; ok {
+			r.lagFrom = nil
+		}
 	}
 }
 
@@ -38,11 +40,12 @@ func (cc *ControlConnection) dataPathSaw(o *owner, ev hostevents.Event) {
 // published in Status, given to the Observer.DataPathLag and logged. A HostUp with no UP of ours
 // before it (gocql was first, or ours was down) measures nothing.
 func (cc *ControlConnection) dataPathBack(o *owner, key string, at time.Time) {
-	s, ok := o.sawUp[key]
-	if !ok {
+	r, ok := o.hosts.recs[key]
+	if !ok || r.lagFrom == nil {
 		return
 	}
-	delete(o.sawUp, key)
+	s := *r.lagFrom
+	r.lagFrom = nil
 	lag := max(at.Sub(s.at), 0)
 	lags := map[string]time.Duration{}
 	if prev := cc.dataLags.Load(); prev != nil {

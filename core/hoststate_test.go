@@ -214,3 +214,46 @@ func upDowns(sub *metadata.Subscription) []string {
 		}
 	}
 }
+
+// A status for a host the snapshot does not list outlives a refresh that still does not list
+// it: the host table keeps it (pruneHosts spares it) until a snapshot lists the host. Checked
+// to fail with pruneHosts pruning it like any unlisted record: the host came back presumed up.
+func TestAStatusOutlivesARefreshThatDoesNotListItsHostYet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := startMem(t, joiningConfig(2))
+		defer func() { assert.NoError(t, c.Close()) }()
+		q := testQueue(t)
+		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
+		defer func() { assert.NoError(t, cc.Close()) }()
+		startCC(t, cc)
+		time.Sleep(probeSpread)
+		synctest.Wait()
+
+		// The session reports DOWN the address of a host the cluster will list next.
+		next := c.Node(1).IP()
+		next[len(next)-1]++
+		q.Push(hostevents.Event{Addr: next, Port: c.Port(), Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
+		time.Sleep(hostevents.DefaultWindow)
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		require.NoError(t, cc.Refresh(ctx))
+		require.Equal(t, 2, cc.Snapshot().Len(), "the refresh does not list it yet")
+
+		// While ours is down, the host joins and stops: no event about it reaches us.
+		c.StopAll()
+		added, err := c.AddNode()
+		require.NoError(t, err)
+		require.True(t, added.IP().Equal(next))
+		synctest.Wait() // gossip has joined it
+		added.Stop()
+		require.NoError(t, c.Node(0).Start())
+		require.NoError(t, c.Node(1).Start())
+		_, err = cc.WaitConnected(ctx)
+		require.NoError(t, err)
+		synctest.Wait()
+		_, listed := cc.Snapshot().Host(added.HostID())
+		require.True(t, listed, "the adoption's snapshot lists it")
+		assert.Equal(t, metadata.StateDown, cc.Snapshot().State(added.HostID()), "the kept DOWN, before any probe of it")
+	})
+}

@@ -15,8 +15,10 @@ import (
 // overrides the snapshot's state in the hosts published for attempts and for the governor;
 // when it last had evidence the host was up; how many reports it applied (a probe started
 // before a later report gives no verdict); whether a report arrived since the current
-// connection was adopted (its scheduled probe is then unnecessary); and a session HostDown held
-// until a probe settles it. Owned by the run goroutine.
+// connection was adopted (its scheduled probe is then unnecessary); a session HostDown held
+// until a probe settles it; a status kept until the snapshot lists the host; and an UP our
+// connection announced, until gocql's HostUp ends the data-path lag it started. Owned by the
+// run goroutine.
 type hostRecord struct {
 	believed bool          // a host event or a refused dial of ours spoke of it: belief and ep are set
 	belief   plan.Belief   // what it said
@@ -25,6 +27,8 @@ type hostRecord struct {
 	seq      uint64        // reports applied
 	reported bool          // reported on since the current connection was adopted
 	held     *pendingState // a session HostDown not newer than upAt, until its probe answers
+	pending  *pendingState // a status for a host the snapshot does not list yet (applyPending)
+	lagFrom  *sawUp        // an UP announced on our connection, gocql's HostUp awaited (dataPathBack)
 	// downProbes counts the probes of the current connection that found the host down (or
 	// were refused by the governor) since one found it up: probeAgain's backoff.
 	downProbes int
@@ -32,13 +36,15 @@ type hostRecord struct {
 
 // hostTable is the worker's one table of what is known about each host (owner goroutine):
 // what host events, probes and our refused dials said of it (recs, by host ID, else by
-// address for a host event naming no host ID), and what our own dials met (dials, by address
+// address for a host event naming no host ID, or by ip:port for a status kept for a host the
+// snapshot does not list), and what our own dials met (dials, by address
 // dialled: failures, backoff, evidence of up, the record the planner orders an attempt's hosts
 // from). It is pruned in one place (pruneHosts). Attempts plan from a copy (dials.View), and
 // their dials' outcomes come back with their results (finishAttempt).
 type hostTable struct {
-	recs  map[string]*hostRecord
-	dials *plan.Planner
+	recs    map[string]*hostRecord
+	dials   *plan.Planner
+	pending int // records holding a status for a host the snapshot does not list (keep)
 }
 
 func newHostTable(dials *plan.Planner) hostTable {
@@ -46,7 +52,7 @@ func newHostTable(dials *plan.Planner) hostTable {
 }
 
 // get returns id's record, creating it.
-func (t hostTable) get(id string) *hostRecord {
+func (t *hostTable) get(id string) *hostRecord {
 	r, ok := t.recs[id]
 	if !ok {
 		r = &hostRecord{}
@@ -56,7 +62,7 @@ func (t hostTable) get(id string) *hostRecord {
 }
 
 // seq is the number of reports applied about id (0 for a host never reported on).
-func (t hostTable) seq(id string) uint64 {
+func (t *hostTable) seq(id string) uint64 {
 	if r, ok := t.recs[id]; ok {
 		return r.seq
 	}
@@ -65,12 +71,12 @@ func (t hostTable) seq(id string) uint64 {
 
 // evidence notes that hint (a host ID, "ip" or "ip:port") was up at at: our dials' failures of
 // its addresses no longer hold it back (hosts: the hosts published, to find them by ID or IP).
-func (t hostTable) evidence(hint string, hosts []plan.PlanHost, at time.Time) {
+func (t *hostTable) evidence(hint string, hosts []plan.PlanHost, at time.Time) {
 	t.dials.Evidence(hint, hosts, at)
 }
 
 // dialed records the outcomes of an attempt's dials, in the order they ended, as it ends.
-func (t hostTable) dialed(outcomes []dialOutcome) {
+func (t *hostTable) dialed(outcomes []dialOutcome) {
 	for _, d := range outcomes {
 		if d.ok {
 			t.dials.DialSucceeded(d.ep.Addr)
@@ -81,8 +87,33 @@ func (t hostTable) dialed(outcomes []dialOutcome) {
 	t.dials.AttemptEnded()
 }
 
+// keep holds p, a status for a host the snapshot does not list yet, under key until a snapshot
+// lists the host (the latest per key), unless maxPendingStates keys hold one already.
+func (t *hostTable) keep(key string, p pendingState) {
+	if r, ok := t.recs[key]; !ok || r.pending == nil {
+		if t.pending >= maxPendingStates {
+			return
+		}
+		t.pending++
+	}
+	t.get(key).pending = &p
+}
+
+// kept ends the status held under key (applied), and the record if that was all it held.
+func (t *hostTable) kept(key string) {
+	r, ok := t.recs[key]
+	if !ok || r.pending == nil {
+		return
+	}
+	r.pending = nil
+	t.pending--
+	if *r == (hostRecord{}) {
+		delete(t.recs, key) // kept only for the status (by ip:port)
+	}
+}
+
 // sawUp notes evidence, at at, that id was up.
-func (t hostTable) sawUp(id string, at time.Time) {
+func (t *hostTable) sawUp(id string, at time.Time) {
 	if id == "" {
 		return
 	}
@@ -94,21 +125,21 @@ func (t hostTable) sawUp(id string, at time.Time) {
 // adopted starts a new connection's round of probes: nobody has reported on any host since,
 // and a held HostDown whose probe belonged to the connection before is applied by the probes
 // of this one instead.
-func (t hostTable) adopted() {
+func (t *hostTable) adopted() {
 	for _, r := range t.recs {
 		r.reported, r.held, r.downProbes = false, nil, 0
 	}
 }
 
 // believe records what a host event or a refused dial of ours says of the host keyed key.
-func (t hostTable) believe(key string, ep Endpoint, b plan.Belief) {
+func (t *hostTable) believe(key string, ep Endpoint, b plan.Belief) {
 	r := t.get(key)
 	r.believed, r.belief, r.ep = true, b, ep
 }
 
 // added records a host announced added: its endpoint, and no belief about its state beyond
 // one it had.
-func (t hostTable) added(key string, ep Endpoint) {
+func (t *hostTable) added(key string, ep Endpoint) {
 	r := t.get(key)
 	if !r.believed {
 		r.believed, r.belief = true, plan.BeliefUnknown
@@ -117,7 +148,7 @@ func (t hostTable) added(key string, ep Endpoint) {
 }
 
 // removed forgets what host events said of the host keyed key (announced removed).
-func (t hostTable) removed(key string) {
+func (t *hostTable) removed(key string) {
 	if r, ok := t.recs[key]; ok {
 		r.believed, r.belief, r.ep = false, plan.BeliefUnknown, Endpoint{}
 	}
@@ -169,7 +200,8 @@ func (cc *ControlConnection) translate(ip net.IP, port int) string {
 }
 
 // pruneHosts forgets, after a metadata read the store accepted, the records of hosts the
-// cluster no longer lists (removed, or an address a host no longer has): publishHosts would
+// cluster no longer lists (removed, or an address a host no longer has), except a status kept
+// for a host it does not list yet (bounded by maxPendingStates): publishHosts would
 // otherwise keep them among the hosts of every plan and every host table for good, and the
 // table would grow with address churn. Our dials' records of such addresses go too, except the
 // contact points' (owner goroutine).
@@ -185,7 +217,7 @@ func (cc *ControlConnection) pruneHosts(o *owner) {
 		listed[cc.translate(h.ConnectAddress(), h.Port())] = true
 	}
 	for key, r := range o.hosts.recs {
-		if !listed[strings.ToLower(key)] && (r.ep.Addr == "" || !listed[r.ep.Addr]) {
+		if r.pending == nil && !listed[strings.ToLower(key)] && (r.ep.Addr == "" || !listed[r.ep.Addr]) {
 			delete(o.hosts.recs, key)
 		}
 	}

@@ -358,16 +358,16 @@ func pendingKey(p pendingState) string {
 }
 
 func (cc *ControlConnection) keepPending(o *owner, p pendingState) {
-	k := pendingKey(p)
-	if _, ok := o.pendingStates[k]; !ok && len(o.pendingStates) >= maxPendingStates {
-		return
-	}
-	o.pendingStates[k] = p
+	o.hosts.keep(pendingKey(p), p)
 }
 
 // applyPending applies the statuses kept for hosts the snapshot now lists (after a refresh).
 func (cc *ControlConnection) applyPending(o *owner) {
-	for k, p := range o.pendingStates {
+	for k, r := range o.hosts.recs {
+		p := r.pending
+		if p == nil {
+			continue
+		}
 		var err error
 		if p.hostID != "" {
 			_, err = cc.store.SetState(p.hostID, p.up)
@@ -375,7 +375,7 @@ func (cc *ControlConnection) applyPending(o *owner) {
 			_, err = cc.store.ApplyStatus(p.ip, p.port, p.up)
 		}
 		if !errors.Is(err, metadata.ErrUnknownHost) {
-			delete(o.pendingStates, k)
+			o.hosts.kept(k)
 		}
 	}
 }

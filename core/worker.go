@@ -34,44 +34,40 @@ type running struct {
 
 // owner is run's state; only the run goroutine touches it.
 type owner struct {
-	rec           *reconnect.Recovery // the decision core; driven call for call by run
-	due           *time.Timer         // fires at rec.NextAt()
-	attempt       *running            // nil unless an attempt runs
-	results       chan attemptResult  // cap 1: one attempt at a time, so its sender never blocks
-	cur           *link
-	gen           int  // bumped on every adoption and loss; stale refresh results are dropped
-	refreshing    bool // a refresh worker is running
-	dirty         bool // refresh again when the running one ends
-	pending       []chan error
-	inflight      []chan error
-	periodic      *time.Timer
-	refreshed     chan refreshResult      // cap 1: one worker at a time, so its send never blocks
-	adoptions     int                     // connections adopted so far
-	hosts         hostTable               // what is known about each host: events, probes, our dials' outcomes
-	contacts      map[string]bool         // the contact points' addresses our attempts resolved last: their dial records are kept
-	sawUp         map[string]sawUp        // by hostevents key: UP announced on our connection, gocql's HostUp awaited
-	probes        []scheduledProbe        // by time: the probes of the current connection still to start
-	probeTimer    *time.Timer             // fires at probes[0].at
-	lostFrom      string                  // address of the connection lost last, probed first on the next adoption
-	pendingStates map[string]pendingState // statuses of hosts the snapshot does not list yet
-	probed        chan probeResult        // probe workers -> run
-	gate          refreshGate             // spaces the refreshes nobody waits for
+	rec        *reconnect.Recovery // the decision core; driven call for call by run
+	due        *time.Timer         // fires at rec.NextAt()
+	attempt    *running            // nil unless an attempt runs
+	results    chan attemptResult  // cap 1: one attempt at a time, so its sender never blocks
+	cur        *link
+	gen        int  // bumped on every adoption and loss; stale refresh results are dropped
+	refreshing bool // a refresh worker is running
+	dirty      bool // refresh again when the running one ends
+	pending    []chan error
+	inflight   []chan error
+	periodic   *time.Timer
+	refreshed  chan refreshResult // cap 1: one worker at a time, so its send never blocks
+	adoptions  int                // connections adopted so far
+	hosts      hostTable          // what is known about each host: events, probes, our dials' outcomes, kept statuses, data-path lags
+	contacts   map[string]bool    // the contact points' addresses our attempts resolved last: their dial records are kept
+	probes     []scheduledProbe   // by time: the probes of the current connection still to start
+	probeTimer *time.Timer        // fires at probes[0].at
+	lostFrom   string             // address of the connection lost last, probed first on the next adoption
+	probed     chan probeResult   // probe workers -> run
+	gate       refreshGate        // spaces the refreshes nobody waits for
 }
 
 func (cc *ControlConnection) newOwner() *owner {
 	o := &owner{
-		rec:           cc.rec,
-		due:           time.NewTimer(time.Hour),
-		results:       make(chan attemptResult, 1),
-		periodic:      time.NewTimer(time.Hour),
-		refreshed:     make(chan refreshResult, 1),
-		hosts:         newHostTable(cc.newDials()),
-		contacts:      map[string]bool{},
-		sawUp:         map[string]sawUp{},
-		probeTimer:    time.NewTimer(time.Hour),
-		pendingStates: map[string]pendingState{},
-		probed:        make(chan probeResult),
-		gate:          newRefreshGate(minRefreshInterval),
+		rec:        cc.rec,
+		due:        time.NewTimer(time.Hour),
+		results:    make(chan attemptResult, 1),
+		periodic:   time.NewTimer(time.Hour),
+		refreshed:  make(chan refreshResult, 1),
+		hosts:      newHostTable(cc.newDials()),
+		contacts:   map[string]bool{},
+		probeTimer: time.NewTimer(time.Hour),
+		probed:     make(chan probeResult),
+		gate:       newRefreshGate(minRefreshInterval),
 	}
 	o.due.Stop()
 	o.periodic.Stop()
