@@ -16,6 +16,20 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
+// startQueued starts a control connection on c whose host events come from a queue the test
+// feeds, and lets its first round of probes settle if settle is set; the caller closes it.
+func startQueued(t *testing.T, c *cqlsim.Cluster, settle bool, opts ...Option) (*hostevents.Queue, *ControlConnection) {
+	t.Helper()
+	q := testQueue(t)
+	cc := newTestCC(t, c, Cadence{}, append([]Option{withHostEvents(q)}, opts...)...)
+	startCC(t, cc)
+	if settle {
+		time.Sleep(probeSpread)
+		synctest.Wait()
+	}
+	return q, cc
+}
+
 // The race seen in `cqlcontrol watch` (issue 18, "One model, one place"): a node restarts,
 // our connection announces it UP, and gocql's HostDown from its own pool churn arrives just
 // after. Before this change subscribers were told host_down again 50 ms after host_up, for a
@@ -24,12 +38,8 @@ func TestStaleSessionDownDoesNotOverruleAFresherUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startMem(t, gossiping(3))
 		defer func() { assert.NoError(t, c.Close()) }()
-		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
+		q, cc := startQueued(t, c, true)
 		defer func() { assert.NoError(t, cc.Close()) }()
-		startCC(t, cc)
-		time.Sleep(probeSpread)
-		synctest.Wait()
 		_, node := servedAndOther(t, c, cc)
 		sub, _, err := cc.Subscribe(64)
 		require.NoError(t, err)
@@ -61,12 +71,8 @@ func TestSessionDownAfterAnUpIsSettledByAProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startMem(t, gossiping(3))
 		defer func() { assert.NoError(t, c.Close()) }()
-		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
+		q, cc := startQueued(t, c, true)
 		defer func() { assert.NoError(t, cc.Close()) }()
-		startCC(t, cc)
-		time.Sleep(probeSpread)
-		synctest.Wait()
 		served, node := servedAndOther(t, c, cc)
 		node.Stop()
 		time.Sleep(5 * time.Second)
@@ -104,10 +110,8 @@ func TestOwnEventsDoNotRoundTripThroughTheQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
-		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
+		q, cc := startQueued(t, c, false)
 		defer func() { assert.NoError(t, cc.Close()) }()
-		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)
 		q.Push(hostevents.Event{HostID: other.HostID(), Addr: other.IP(), Port: 9042, Kind: hostevents.KindDown, Source: hostevents.SourceGocql})
 		time.Sleep(hostevents.DefaultWindow)
@@ -131,11 +135,9 @@ func TestSessionUpIsNotLostToOurOwnUpInTheSameWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
-		q := testQueue(t)
 		rec := &lagRecorder{lags: map[string]time.Duration{}}
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q), WithObserver(rec.observer()))
+		q, cc := startQueued(t, c, false, WithObserver(rec.observer()))
 		defer func() { assert.NoError(t, cc.Close()) }()
-		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)
 
 		q.Push(hostevents.Event{HostID: other.HostID(), Addr: other.IP(), Port: 9042, Kind: hostevents.KindUp, Source: hostevents.SourceGocql})

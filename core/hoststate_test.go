@@ -87,10 +87,8 @@ func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
-		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
+		q, cc := startQueued(t, c, false)
 		defer func() { assert.NoError(t, cc.Close()) }()
-		startCC(t, cc)
 		served, other := servedAndOther(t, c, cc)
 		var third *cqlsim.Node
 		for _, n := range c.Nodes() {
@@ -222,12 +220,8 @@ func TestAStatusOutlivesARefreshThatDoesNotListItsHostYet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
 		defer func() { assert.NoError(t, c.Close()) }()
-		q := testQueue(t)
-		cc := newTestCC(t, c, Cadence{}, withHostEvents(q))
+		q, cc := startQueued(t, c, true)
 		defer func() { assert.NoError(t, cc.Close()) }()
-		startCC(t, cc)
-		time.Sleep(probeSpread)
-		synctest.Wait()
 
 		// The session reports DOWN the address of a host the cluster will list next.
 		next := c.Node(1).IP()
