@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 )
 
 // The dial governor for driver adapters (controlconn.New for gocql v1, gocqlv2.New): when the
@@ -34,7 +35,12 @@ func adapterGovernor(c *config, o *options, takes bool) (*dialGovernor, error) {
 // reads cc.gov), and a driver's dial that connects while cc is down re-arms cc. Called before
 // Start.
 func (cc *ControlConnection) attachGovernor(g *dialGovernor) {
-	cc.gov = g.join(cc.dialEvidence, governorObserver(cc.obs))
+	cc.gov = g.join(cc.dialEvidence, governorObserver(cc.obs), func() []plan.PlanHost {
+		if p := cc.planHosts.Load(); p != nil {
+			return *p
+		}
+		return nil
+	})
 }
 
 // driverGate is a governor as a driver adapter's dialer sees it: the driver's dials, never

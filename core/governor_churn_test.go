@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 )
 
 // Address churn (issue 18, defect 7): pods come back with new IPs, so a node added and
@@ -35,4 +37,37 @@ func TestGovernedHostTablesForgetRemovedHosts(t *testing.T) {
 		assert.LessOrEqual(t, gateHosts, 3, "the governor's table: the 3 nodes left")
 		assert.LessOrEqual(t, g.hosts.Len(), 3, "the HostInfo cache: the 3 nodes left")
 	})
+}
+
+// A shared governor forgets a host only when no member lists it, and nothing before every
+// member has read metadata; each member's hosts are read from its own published hosts, not
+// copied into the governor. Checked to fail with Known forgetting what the calling member
+// alone does not list.
+func TestSharedGovernorForgetsOnlyHostsNoMemberLists(t *testing.T) {
+	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
+	require.NoError(t, err)
+	hostsOf := func(addrs ...string) func() []plan.PlanHost {
+		hosts := make([]plan.PlanHost, len(addrs))
+		for i, a := range addrs {
+			hosts[i].Addr = a
+		}
+		return func() []plan.PlanHost { return hosts }
+	}
+	m1 := g.join(nil, nil, hostsOf("10.0.0.1:9042", "10.0.0.2:9042"))
+	defer m1.Close()
+	m2 := g.join(nil, nil, hostsOf("10.0.0.2:9042", "10.0.0.3:9042"))
+	defer m2.Close()
+	for _, a := range []string{"10.0.0.1:9042", "10.0.0.2:9042", "10.0.0.3:9042", "10.0.0.4:9042"} {
+		m1.HostDown(a) // a record for each
+	}
+	hosts := func() int {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.gate.Hosts()
+	}
+	require.Equal(t, 4, hosts())
+	m1.Known()
+	assert.Equal(t, 4, hosts(), "m2 has not read metadata: nothing forgotten")
+	m2.Known()
+	assert.Equal(t, 3, hosts(), "10.0.0.4 is listed by neither member: forgotten; 10.0.0.1 and .3 by one each: kept")
 }

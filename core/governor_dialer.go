@@ -97,17 +97,20 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 // is, and evidence re-arms every member. The nil *govMember (no governor) does nothing.
 type govMember struct {
 	g        *dialGovernor
-	evidence func(addr string)           // the member's sink: must not block
-	obs      *funcObserver               // the member's observer (governorObserver); nil: none
-	up       bool                        // guarded by g.mu
-	left     bool                        // closed; guarded by g.mu
-	known    map[netip.AddrPort]struct{} // the hosts of the member's latest metadata (Known); guarded by g.mu
+	evidence func(addr string) // the member's sink: must not block
+	obs      *funcObserver     // the member's observer (governorObserver); nil: none
+	up       bool              // guarded by g.mu
+	left     bool              // closed; guarded by g.mu
+	// hosts returns the member's hosts as its worker published them last (its host table's,
+	// ControlConnection.planHosts), read by Known; nil: a member that never forgets hosts.
+	hosts  func() []plan.PlanHost
+	listed bool // the member has read metadata (Known); guarded by g.mu
 }
 
-// join makes a new member of g with the given evidence sink (nil: none); a governor whose
-// members had all closed governs again.
-func (g *dialGovernor) join(evidence func(addr string), obs *funcObserver) *govMember {
-	m := &govMember{g: g, evidence: evidence, obs: obs}
+// join makes a new member of g with the given evidence sink (nil: none) and hosts (see
+// govMember); a governor whose members had all closed governs again.
+func (g *dialGovernor) join(evidence func(addr string), obs *funcObserver, hosts func() []plan.PlanHost) *govMember {
+	m := &govMember{g: g, evidence: evidence, obs: obs, hosts: hosts}
 	g.mu.Lock()
 	g.members[m] = struct{}{}
 	g.republishObservers()
@@ -199,28 +202,37 @@ func (m *govMember) HostDown(addr string) {
 	}
 }
 
-// Known tells the governor the addresses ("ip:port", as dialled) of the hosts in m's latest
-// metadata: the gate forgets every host that no member knows (DialGate.Retain). Until a
-// member has read metadata, nothing is forgotten.
-func (m *govMember) Known(addrs []string) {
+// Known tells the governor that m has read metadata and published its hosts: the gate
+// forgets every host no member lists (DialGate.Retain), each member's hosts read from its own
+// host table (hosts), not copied. Until every member has read metadata, nothing is forgotten.
+// The members' hosts are gathered outside the lock, so that dials do not wait for them.
+func (m *govMember) Known() {
 	if m == nil {
 		return
 	}
-	known := make(map[netip.AddrPort]struct{}, len(addrs))
-	for _, a := range addrs {
-		if ap, ok := parseAddrPort(a); ok {
-			known[ap] = struct{}{}
+	var lists []func() []plan.PlanHost
+	m.g.mu.Lock()
+	m.listed = true
+	for o := range m.g.members {
+		if !o.listed || o.hosts == nil {
+			m.g.mu.Unlock()
+			return
+		}
+		lists = append(lists, o.hosts)
+	}
+	m.g.mu.Unlock()
+	known := map[netip.AddrPort]struct{}{}
+	for _, hosts := range lists {
+		for _, h := range hosts() {
+			if ap, ok := parseAddrPort(h.Addr); ok {
+				known[ap] = struct{}{}
+			}
 		}
 	}
 	m.locked(func(d *dialgate.DialGate, _ time.Time) {
-		m.known = known
 		d.Retain(func(addr netip.AddrPort) bool {
-			for o := range m.g.members {
-				if _, ok := o.known[addr]; ok || o.known == nil {
-					return true
-				}
-			}
-			return false
+			_, ok := known[addr]
+			return ok
 		})
 	})
 }

@@ -52,7 +52,7 @@ func TestGovernedHostDialer(t *testing.T) {
 	m := g.join(func(addr string) {
 		assert.Equal(t, "127.0.0.4:9042", addr)
 		evidence.Add(1)
-	}, nil)
+	}, nil, nil)
 
 	_, err = d.DialHost(context.Background(), h)
 	assert.ErrorIs(t, err, errRefusedSim, "unknown host: passes, fails for real")
@@ -111,7 +111,7 @@ func TestGovernedHostDialer(t *testing.T) {
 func TestGovernedNetDialerOwnDials(t *testing.T) {
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
-	m := g.join(func(string) { t.Error("our own dial is not evidence for ourselves") }, nil)
+	m := g.join(func(string) { t.Error("our own dial is not evidence for ourselves") }, nil, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer func() { _ = ln.Close() }()

@@ -42,7 +42,7 @@ func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
 	o := obs.observer()
-	m := g.join(nil, governorObserver(newSessionCheck(observerOf(&o), nil, nil).obs))
+	m := g.join(nil, governorObserver(newSessionCheck(observerOf(&o), nil, nil).obs), nil)
 	inner := &countingHostDialer{err: errRefusedSim}
 	d := newGovDialer(g, inner)
 	ctx := context.Background()

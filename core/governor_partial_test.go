@@ -65,7 +65,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 		case evidence <- struct{}{}:
 		default:
 		}
-	}, nil)
+	}, nil, nil)
 	gocqlDialer := &observedDialer{inner: newGovDialer(gov, net), g: gov}
 	ourDialer := &ownHostDialer{g: gov, inner: net}
 	m.Lost("127.0.0.1:9042")

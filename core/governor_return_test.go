@@ -46,7 +46,7 @@ func TestGovernorReturnOursAfterTheDataPath(t *testing.T) {
 					defer mu.Unlock()
 					assert.Equal(t, addr.String(), a)
 					rearmed = append(rearmed, time.Now())
-				}, nil)
+				}, nil, nil)
 				defer m.Close()
 				m.ConnDown()
 				ctx := context.Background()

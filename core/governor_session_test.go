@@ -214,7 +214,7 @@ func TestSessionGovernedOnlyAfterItsFirstPoolConnection(t *testing.T) {
 	require.NoError(t, err)
 	kind := dialgate.Control
 	g.setupKind = func() dialgate.Kind { return kind }
-	m := g.join(nil, nil)
+	m := g.join(nil, nil, nil)
 	m.ConnDown()
 	inner := &countingHostDialer{err: errRefusedSim}
 	d := newGovDialer(g, inner)

@@ -91,7 +91,7 @@ func simulateOutageWith(t *testing.T, nodes int, outage, poolPhase time.Duration
 			case evidence <- struct{}{}:
 			default:
 			}
-		}, nil)
+		}, nil, nil)
 		gocqlDialer = &observedDialer{inner: newGovDialer(gov, net), g: gov}
 		ourDialer = &ownHostDialer{g: gov, inner: net}
 		m.Lost("127.0.0.1:9042") // as the owner does: ours was on the first node

@@ -225,20 +225,19 @@ func (cc *ControlConnection) pruneHosts(o *owner) {
 }
 
 // forgetRemoved tells the host tables keyed by address, the governor's and the cache of gocql's
-// HostInfos, the addresses of the hosts known now, so that they forget hosts removed from the
-// cluster and addresses hosts no longer have (owner goroutine, once metadata has been read).
+// HostInfos, that the hosts just published are the ones known now, so that they forget hosts
+// removed from the cluster and addresses hosts no longer have (owner goroutine, once metadata
+// has been read). The governor reads them from planHosts itself (govMember.Known).
 func (cc *ControlConnection) forgetRemoved(hosts []plan.PlanHost) {
 	if (cc.gov == nil && cc.retain == nil) || cc.store.Current() == nil {
 		return
 	}
-	addrs := make([]string, len(hosts))
-	known := make(map[string]struct{}, len(hosts))
-	for i, h := range hosts {
-		addrs[i] = h.Addr
-		known[h.Addr] = struct{}{}
-	}
-	cc.gov.Known(addrs)
+	cc.gov.Known()
 	if cc.retain != nil {
+		known := make(map[string]struct{}, len(hosts))
+		for _, h := range hosts {
+			known[h.Addr] = struct{}{}
+		}
 		cc.retain(func(addr string) bool {
 			_, ok := known[addr]
 			return ok
