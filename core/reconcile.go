@@ -342,7 +342,7 @@ func (cc *ControlConnection) applyState(o *owner, p pendingState) (unknown bool)
 	}
 	switch {
 	case errors.Is(err, metadata.ErrUnknownHost):
-		cc.keepPending(o, p)
+		o.hosts.keep(pendingKey(p), p)
 		return true
 	case err != nil:
 		cc.log.Warn("host state not applied", "host_id", p.hostID, "addr", p.ip, "err", err)
@@ -355,10 +355,6 @@ func pendingKey(p pendingState) string {
 		return p.hostID
 	}
 	return net.JoinHostPort(p.ip.String(), strconv.Itoa(p.port))
-}
-
-func (cc *ControlConnection) keepPending(o *owner, p pendingState) {
-	o.hosts.keep(pendingKey(p), p)
 }
 
 // applyPending applies the statuses kept for hosts the snapshot now lists (after a refresh).
