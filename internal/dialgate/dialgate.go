@@ -110,6 +110,9 @@ const (
 	ServedMax = 5 * time.Minute
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
+	// spellGap: a slow setup that started this long after the host's pause ended begins a new
+	// slow spell (no setup was held back: nothing says the host stayed slow in between).
+	spellGap = 2 * time.Second
 	// setupPatience: a setup admitted this long ago no longer holds the host's next one. One
 	// second past the governed driver's setup timeout (20 s).
 	setupPatience = 21 * time.Second
@@ -168,7 +171,7 @@ type gateHost struct {
 	lastSet time.Time     // the last setup admitted while limited
 	pause   time.Time     // no setup before then, ours or the driver's
 	window  time.Duration // the pause's range
-	slowAt  time.Time     // when the first slow setup since the host came back started (zero: none)
+	slowAt  time.Time     // when the host's slow spell began: its first slow setup's start (zero: none)
 	served  bool          // a driver's pool setup was ready since the host came back
 	booked  bool          // a driver's pool setup was admitted since the host came back
 	ownSlot bool          // ours holds one of the setups in flight
@@ -490,7 +493,10 @@ func (d *DialGate) PauseUntil(addr netip.AddrPort) time.Time {
 // range doubles per signal from minWindow up to MaxInterval, and the pause is a uniform part
 // of it (full jitter). Once one was (served), the range is ServedHold times as long as the host
 // has been slow, at most ServedMax, and the pause between half of it and all of it. Only a
-// Pool setup ready serves the client. docs/governor.md, "The return", says why.
+// Pool setup ready serves the client. The host has been slow since its slow spell began: the
+// start of a slow setup there after a setup ready within SlowSetup, or started more than
+// spellGap after the host's last pause ended (nothing held back in between). docs/governor.md,
+// "The return", says why.
 //
 // rearmAt is when ours, refused while it waited on this host, may dial it: now once the
 // driver's setup ended ready or failed, the pause's end after a signal; zero when ours was
@@ -522,6 +528,7 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 			h.booked = false // refused or reset: no place in the server's line to keep
 		}
 	case outcome == SetupOK && took < SlowSetup:
+		h.slowAt = time.Time{} // a quick login ends the host's slow spell
 		if kind == Control {
 			break
 		}
@@ -534,8 +541,8 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 			}
 		}
 	default:
-		if h.slowAt.IsZero() {
-			h.slowAt = now.Add(-took)
+		if start := now.Add(-took); h.slowAt.IsZero() || start.After(h.pause.Add(spellGap)) {
+			h.slowAt = start
 		}
 		h.served = h.served || outcome == SetupOK && kind == Pool
 		d.served = d.served || h.served

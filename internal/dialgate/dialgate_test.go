@@ -682,6 +682,39 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Zero(t, limit)
 }
 
+// "As long as the host has been slow" counts one slow spell, not the time since the host
+// came back: a served client whose pool is full sets nothing up for minutes, and its next
+// slow setup there (a connection closed and refilled while another node's fleet moves over,
+// as in a rolling restart) begins a new spell, timed from its own start, when it started more
+// than spellGap after the host's last pause ended; a setup ready within SlowSetup, of any kind,
+// ends the spell too. Checked to fail with the spell timed from the first slow setup since the
+// host came back (the refill's pause was ServedMax × 3/4, 225 s, where 31 of 300 clients' own
+// control connections were not back 359 s after a rolling restart began, make fleet).
+func TestDialGateReturnSlowSpellEndsWhenNothingWasHeldBack(t *testing.T) {
+	u := 0.5
+	gate := oursDownReturning(t, &u) // hostA returned at 5 s, the pool's first setup in flight
+	// Served, slow since 5 s:
+	gate.SetupDone(at(8*time.Second), hostA, Pool, 3*time.Second, SetupOK)
+	require.Equal(t, at(17*time.Second), gate.PauseUntil(hostA), "window 4 × 3 s, u = 0.5")
+
+	// Two minutes on, nothing set up since: a refill dropped after 12 s in the server's queue.
+	now := at(125 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy)
+	assert.Equal(t, now.Add(36*time.Second), gate.PauseUntil(hostA), "a new spell: window 4 × 12 s, not 4 × 120 s")
+
+	// The next setup, started as the pause ended, is dropped too: the same spell, now 60 s long.
+	now = now.Add(48 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy)
+	assert.Equal(t, now.Add(180*time.Second), gate.PauseUntil(hostA), "window 4 × 60 s")
+
+	// A quick login (gocql's control connection) ends the spell: a later slow setup that was
+	// in flight is timed from its own start.
+	gate.SetupDone(now.Add(27*time.Second), hostA, Control, 50*time.Millisecond, SetupOK)
+	now = now.Add(37 * time.Second)
+	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy)
+	assert.Equal(t, now.Add(36*time.Second), gate.PauseUntil(hostA), "window 4 × 12 s")
+}
+
 // The data path first, for the driver's own control connection too (gocql's: it serves no
 // query): to a returning host it waits while the driver's first pool setup is in flight, takes
 // no slot, and its ready setup does not serve the client; once served, it waits while the
