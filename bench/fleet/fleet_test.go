@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/syncount"
 	"github.com/cqlcontrol/cqlcontrol/realcluster"
@@ -631,4 +632,34 @@ func TestInterruptCleanups(t *testing.T) {
 	defer close(release)
 	defer atInterrupt(func() { <-release })()
 	assert.False(t, runInterrupts(20*time.Millisecond), "a hung cleanup does not hold the exit")
+}
+
+// A client whose own control connection kept its connection through the fault (on a node the
+// fault spared) is back at "down", not "not back"; one lost since needs a setup of its own.
+// Checked to fail with oursBack reading only setups (the rolling restart's "31 of 300 not
+// back": their connections were on node 1, never restarted).
+func TestOursBackKeptThroughTheFault(t *testing.T) {
+	ep := controlconn.Endpoint{Addr: "127.0.0.111:9042"}
+	down := time.Now()
+
+	var kept trace
+	kept.conn("up", ep)
+	kept.reset(down)
+	assert.Equal(t, down.UnixNano(), kept.oursBack(), "never lost: back at down")
+
+	var lost trace
+	lost.conn("up", ep)
+	lost.reset(down)
+	lost.conn("lost", ep)
+	assert.Zero(t, lost.oursBack(), "lost since down, no setup yet")
+	lost.conn("up", ep) // reconnected, yet no setup recorded: still not back
+	assert.Zero(t, lost.oursBack())
+	lost.setup("ours", "ok")
+	assert.NotZero(t, lost.oursBack())
+
+	var downAtFault trace
+	downAtFault.conn("up", ep)
+	downAtFault.conn("lost", ep)
+	downAtFault.reset(down)
+	assert.Zero(t, downAtFault.oursBack(), "already lost when the fault was counted")
 }

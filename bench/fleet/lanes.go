@@ -7,6 +7,7 @@ import (
 	"time"
 
 	gocql2 "github.com/apache/cassandra-gocql-driver/v2"
+	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
@@ -58,6 +59,8 @@ func (t target) observer() controlconn.Option {
 			t.w.setupEnded(time.Now(), err)
 			t.tr.setupErr("ours", err)
 		},
+		Connected:       func(ep controlconn.Endpoint, _ primitive.ProtocolVersion) { t.tr.conn("up", ep) },
+		Lost:            func(ep controlconn.Endpoint, _ error, _ time.Duration) { t.tr.conn("lost", ep) },
 		GovernorDecided: t.tr.verdict,
 		GovernorSetup: func(outcome string, took time.Duration) {
 			t.tr.setup("gov", fmt.Sprintf("%s %.1fs", outcome, took.Seconds()))

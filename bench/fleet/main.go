@@ -1015,8 +1015,9 @@ func hasOurs(lane string) bool { return strings.HasPrefix(lane, "cqlcontrol") }
 // (seconds after ready).
 func (r *Row) awaitOurs(ws []*workerProc, ready, deadline time.Time) error {
 	var back []float64
+	var late []string
 	for {
-		back = back[:0]
+		back, late = back[:0], late[:0]
 		for _, w := range ws {
 			w.send("ours")
 		}
@@ -1027,6 +1028,7 @@ func (r *Row) awaitOurs(ws []*workerProc, ready, deadline time.Time) error {
 			for _, ns := range l.Report.OursOK {
 				back = append(back, sinceReady(ns, ready))
 			}
+			late = append(late, l.Report.OursLate[:min(len(l.Report.OursLate), unservedTraces)]...)
 		}); err != nil {
 			return err
 		}
@@ -1034,6 +1036,9 @@ func (r *Row) awaitOurs(ws []*workerProc, ready, deadline time.Time) error {
 			break
 		}
 		time.Sleep(time.Second)
+	}
+	for _, tr := range late {
+		fmt.Fprintf(os.Stderr, "fleet: a client whose own control connection is not back (times after the fault): %s\n", tr)
 	}
 	r.OursWindow = round2(time.Since(ready).Seconds())
 	r.OursNotBack = 0

@@ -21,6 +21,9 @@ type trace struct {
 	last     string         // the latest verdict, "+SECONDS verdict"
 	queryErr string         // the latest failed query's error
 	oursOK   time.Time      // the first setup of ours that succeeded since "down" (zero: none)
+	ours     string         // ours' latest connection event, "+SECONDS up|lost ENDPOINT"
+	oursUp   bool           // ours is connected
+	kept     bool           // ours was connected at "down" and has not been lost since
 }
 
 const traceKeep = 10
@@ -30,6 +33,7 @@ func (t *trace) reset(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.since, t.setups, t.verdicts, t.last, t.queryErr, t.oursOK = now, nil, map[string]int{}, "", "", time.Time{}
+	t.kept = t.oursUp
 }
 
 func (t *trace) at(now time.Time) string {
@@ -51,6 +55,20 @@ func (t *trace) setup(kind, outcome string) {
 	if len(t.setups) > traceKeep {
 		t.setups = t.setups[1:]
 	}
+}
+
+// conn records ours' connection to ep going up or lost ("before" the fault, when it is).
+func (t *trace) conn(event string, ep controlconn.Endpoint) {
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	when := "before"
+	if !t.since.IsZero() {
+		when = t.at(now)
+	}
+	t.ours = when + " " + event + " " + ep.String()
+	t.oursUp = event == "up"
+	t.kept = t.kept && t.oursUp
 }
 
 // setupErr records a setup of kind that ended with err; a dial the governor refused sent
@@ -77,14 +95,20 @@ func (t *trace) verdict(v string) {
 	t.last = t.at(now) + " " + v
 }
 
-// oursBack is when a setup of ours first succeeded since "down", Unix nanoseconds (0: none).
+// oursBack is when a setup of ours first succeeded since "down", Unix nanoseconds (0: none);
+// "down" itself when ours kept its connection through the fault (a client whose connection
+// was on a node the fault spared is not late: in a rolling restart of nodes 2 and 3, ours may
+// be on node 1, which gocql's HostFilter hides from the driver but not from ours).
 func (t *trace) oursBack() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.oursOK.IsZero() {
-		return 0
+	switch {
+	case !t.oursOK.IsZero():
+		return t.oursOK.UnixNano()
+	case t.kept:
+		return t.since.UnixNano()
 	}
-	return t.oursOK.UnixNano()
+	return 0
 }
 
 func (t *trace) query(err error) {
@@ -102,6 +126,6 @@ func (t *trace) String() string {
 		vs = append(vs, fmt.Sprintf("%s %d", v, n))
 	}
 	slices.Sort(vs)
-	return fmt.Sprintf("at %s: setups [%s]; governor {%s}, last %s; last query error: %s",
-		t.at(time.Now()), strings.Join(t.setups, "; "), strings.Join(vs, ", "), t.last, t.queryErr)
+	return fmt.Sprintf("at %s: setups [%s]; governor {%s}, last %s; ours %s; last query error: %s",
+		t.at(time.Now()), strings.Join(t.setups, "; "), strings.Join(vs, ", "), t.last, t.ours, t.queryErr)
 }

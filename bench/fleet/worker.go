@@ -47,6 +47,9 @@ type workerReport struct {
 	// OursOK is, in an "ours" line, each client's first setup of cqlcontrol's own control
 	// connection that succeeded since "down", Unix nanoseconds (0: none yet).
 	OursOK []int64 `json:"ours_ok,omitempty"`
+	// OursLate is, in an "ours" line, the trace of each client whose own control connection has
+	// not set up since "down".
+	OursLate []string `json:"ours_late,omitempty"`
 	// Unserved is, for each client with no successful query since "down", its trace: its
 	// latest setups and the governor's decisions on its dials.
 	Unserved []string `json:"unserved,omitempty"`
@@ -344,7 +347,11 @@ func runWorker(laneName string, hosts []string, port, n int, user, password stri
 		case "ours":
 			r := &workerReport{}
 			for _, m := range members {
-				r.OursOK = append(r.OursOK, m.tr.oursBack())
+				back := m.tr.oursBack()
+				r.OursOK = append(r.OursOK, back)
+				if back == 0 {
+					r.OursLate = append(r.OursLate, m.tr.String())
+				}
 			}
 			w.emit(workerLine{Ev: "ours", Report: r})
 		case "live":
