@@ -688,8 +688,8 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 // as in a rolling restart) begins a new spell, timed from its own start, when it started more
 // than spellGap after the host's last pause ended; a setup ready within SlowSetup, of any kind,
 // ends the spell too. Checked to fail with the spell timed from the first slow setup since the
-// host came back (the refill's pause was ServedMax × 3/4, 225 s, where 31 of 300 clients' own
-// control connections were not back 359 s after a rolling restart began, make fleet).
+// host came back (the refill's pause was ServedMax × 3/4, 225 s), and with a quick login
+// leaving the spell running (the last pause was 225 s).
 func TestDialGateReturnSlowSpellEndsWhenNothingWasHeldBack(t *testing.T) {
 	u := 0.5
 	gate := oursDownReturning(t, &u) // hostA returned at 5 s, the pool's first setup in flight
