@@ -24,7 +24,9 @@ import (
 //
 // From cfg it takes Hosts, Port, ProtoVersion, CQLVersion, Authenticator or AuthProvider,
 // SslOpts (when HostDialer is nil, with gocql's rules), Dialer, HostDialer, SocketKeepalive,
-// AddressTranslator and ConnectTimeout (used when cadence.ConnectTimeout is zero).
+// AddressTranslator, HostFilter (the control connection dials only the hosts it accepts, as
+// gocql's own does; contact points as given) and ConnectTimeout (used when
+// cadence.ConnectTimeout is zero).
 //
 // New changes cfg, and nothing else in it than this:
 //

@@ -28,10 +28,14 @@ type dialOutcome struct {
 // sends it the hosts evidenced while it runs, dialled at once. Its result also carries its
 // dials' outcomes and the contact points it resolved, for run's host table.
 func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, view plan.View, evidence <-chan Endpoint) attemptResult {
-	hosts := *cc.planHosts.Load()
+	hosts := cc.acceptedHosts(*cc.planHosts.Load())
+	hint := a.Hint
+	if ep, ok := cc.hintEndpoint(hint); ok && !cc.accepts(ep) {
+		hint = ""
+	}
 	var res attemptResult
 	hostPlan := view.Plan(time.Now(), plan.PlanInput{
-		Hint: a.Hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: plan.PlanLimit(a),
+		Hint: hint, Hosts: hosts, LocalDC: cc.cad.LocalDC, Port: cc.cfg.Port, ReArmed: a.ReArmed, Limit: plan.PlanLimit(a),
 	})
 	head := append([]Endpoint(nil), hostPlan.Endpoints...)
 	tail := func(ctx context.Context) []Endpoint {
@@ -59,6 +63,26 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, v
 		res.err = reconnect.NonRetryable(res.err)
 	}
 	return res
+}
+
+// accepts reports whether the driver's host filter lets ours dial ep (no filter: yes).
+func (cc *ControlConnection) accepts(ep Endpoint) bool {
+	return cc.cfg.Accept == nil || cc.cfg.Accept(ep)
+}
+
+// acceptedHosts is hosts without those the driver's host filter refuses: hosts itself when
+// there is no filter or it refuses none.
+func (cc *ControlConnection) acceptedHosts(hosts []plan.PlanHost) []plan.PlanHost {
+	if cc.cfg.Accept == nil {
+		return hosts
+	}
+	var out []plan.PlanHost
+	for _, h := range hosts {
+		if cc.accepts(h.Endpoint) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // dialHost dials one host and reads its metadata: a host that connects but cannot serve the

@@ -42,6 +42,8 @@ type config struct {
 	AddressTranslator adapter.AddressTranslator
 	// Cadence is the timing; the zero value is the documented default.
 	Cadence Cadence
+	// Accept, when set, is the driver's host filter (adapter.Driver.Accept).
+	Accept func(Endpoint) bool
 }
 
 // Validate reports what makes c unusable; zero fields are valid (defaults).

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,4 +214,56 @@ func TestSimulatorBlackholedContactPoint(t *testing.T) {
 	assert.Less(t, took, defaultStaggerDelay+500*time.Millisecond)
 	assert.Equal(t, sim.Node(1).HostID(), cc.Status().Host.HostID)
 	assert.True(t, slices.Contains(cfg.ContactPoints, sim.Node(0).IP().String()))
+}
+
+// Ours keeps to the hosts the driver's HostFilter accepts, as gocql's own control connection
+// does: with the two accepted nodes down, it does not move to the third, and it is back on an
+// accepted one when they return. A DataCentreHostFilter is asked with the host's data center
+// from the metadata (no gocql session here, so no HostInfo of gocql's own), a
+// WhiteListHostFilter with its address. Checked to fail without the filter (ours connected to
+// the filtered node within the outage).
+func TestSimulatorOursKeepsToTheDriversHostFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		filter func(sim *cqlsim.Cluster) gocql.HostFilter
+	}{
+		{"data centre", func(*cqlsim.Cluster) gocql.HostFilter { return gocql.DataCentreHostFilter("dc1") }},
+		{"white list", func(sim *cqlsim.Cluster) gocql.HostFilter {
+			return gocql.WhiteListHostFilter(sim.Node(1).IP().String(), sim.Node(2).IP().String())
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim := startSim(t, cqlsim.Config{Nodes: 3, DataCenters: []string{"dc2", "dc1", "dc1"}, GossipDelay: 100 * time.Millisecond})
+			filtered := sim.Node(0)
+			cluster := gocql.NewCluster(sim.Node(1).IP().String(), sim.Node(2).IP().String())
+			cluster.Port = sim.Port()
+			cluster.HostFilter = tc.filter(sim)
+			var mu sync.Mutex
+			var dials []string
+			obs := Observer{DialStarted: func(ep Endpoint) {
+				mu.Lock()
+				defer mu.Unlock()
+				dials = append(dials, ep.Addr)
+			}}
+			cc, err := newGocql(cluster, Cadence{}, WithObserver(obs))
+			require.NoError(t, err)
+			defer func() { assert.NoError(t, cc.Close()) }()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, cc.Start(ctx))
+			require.Eventually(t, func() bool { return cc.Snapshot() != nil && cc.Snapshot().Len() == 3 }, 5*time.Second, 10*time.Millisecond)
+
+			sim.Node(1).Kill()
+			sim.Node(2).Kill()
+			time.Sleep(4 * time.Second) // ours retries: the blind schedule's first attempts
+			require.NoError(t, sim.Node(1).Start())
+			require.NoError(t, sim.Node(2).Start())
+			waitConnected(t, cc, 20*time.Second)
+
+			mu.Lock()
+			defer mu.Unlock()
+			assert.NotContains(t, dials, filtered.Addr(), "ours dialled the node the filter refuses")
+			assert.Greater(t, len(dials), 2, "ours retried during the outage")
+		})
+	}
 }

@@ -26,6 +26,7 @@ func New(d adapter.Driver, cadence Cadence, opts ...Option) (*ControlConnection,
 		Port:              d.Port,
 		AddressTranslator: d.AddressTranslator,
 		Cadence:           cadence,
+		Accept:            d.Accept,
 		Conn: cqlconn.ConnConfig{
 			ProtoVersion: d.ProtoVersion,
 			CQLVersion:   d.CQLVersion,

@@ -254,7 +254,7 @@ func (cc *ControlConnection) reArm(o *owner, reason reconnect.Reason, hint strin
 		return
 	}
 	ep, ok := cc.hintEndpoint(hint)
-	if !ok {
+	if !ok || !cc.accepts(ep) {
 		return
 	}
 	select {

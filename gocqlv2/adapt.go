@@ -81,18 +81,21 @@ func (c *hostInfos) hostInfo(ep adapter.Endpoint) (*gocql.HostInfo, error) {
 		return nil, err
 	}
 	if ep.HostID != "" {
-		setHostID(h, ep.HostID)
+		setField(h, "hostId", ep.HostID)
+	}
+	if ep.DC != "" {
+		setField(h, "dataCenter", ep.DC) // for a DataCenterHostFilter
 	}
 	return h, nil
 }
 
-// setHostID writes id into a fresh v2 HostInfo, which has no exported setter (v2.1.2). If a
-// gocql upgrade renames the field, the HostInfo goes without its host ID, as before.
-func setHostID(h *gocql.HostInfo, id string) {
-	f := reflect.ValueOf(h).Elem().FieldByName("hostId")
+// setField writes v into the string field name of a fresh v2 HostInfo, which has no exported
+// setters (v2.1.2). If a gocql upgrade renames the field, the HostInfo goes without it.
+func setField(h *gocql.HostInfo, name, v string) {
+	f := reflect.ValueOf(h).Elem().FieldByName(name)
 	if !f.IsValid() || f.Kind() != reflect.String {
 		return
 	}
 	// h is fresh and not yet shared, so writing without its lock is safe.
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetString(id)
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetString(v)
 }

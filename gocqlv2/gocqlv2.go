@@ -92,7 +92,7 @@ func New(cluster *gocql.ClusterConfig, cadence core.Cadence, opts ...core.Option
 // core.New takes them from, following gocql v2's own rules. It does not modify cluster. The
 // host dialer and authenticators take gocql v2's own HostInfos from hosts (may be nil).
 //
-//   - Hosts and Port; AddressTranslator.
+//   - Hosts and Port; AddressTranslator; HostFilter (the hosts the control connection dials).
 //   - ProtoVersion: 0 negotiates (v4 first); 3 and 4 are used as they are; 5 and above pin v4, the
 //     greatest version the control connection speaks (a v5 server speaks v4 too).
 //   - CQLVersion.
@@ -109,6 +109,9 @@ func translate(cluster *gocql.ClusterConfig, hosts *hostInfos) (adapter.Driver, 
 		CQLVersion:     cluster.CQLVersion,
 		ConnectTimeout: cluster.ConnectTimeout,
 		Auth:           authFor(cluster, hosts),
+	}
+	if cluster.HostFilter != nil {
+		d.Accept = adapter.HostFilter(cluster.HostFilter.Accept, hosts.hostInfo)
 	}
 	if cluster.AddressTranslator != nil {
 		d.AddressTranslator = cluster.AddressTranslator

@@ -124,3 +124,20 @@ func TestHostInfoWithoutV2sCarriesTheHostID(t *testing.T) {
 		assert.Equal(t, 9042, h.Port())
 	}
 }
+
+// gocql v2's HostFilter decides the hosts ours dials (Driver.Accept), asked with a HostInfo that
+// carries the endpoint's data center; no filter, no Accept. Checked to fail without the data
+// center written (dc1 refused).
+func TestTranslateAcceptIsTheHostFilter(t *testing.T) {
+	d, err := translate(gocql.NewCluster("127.0.0.1"), nil)
+	require.NoError(t, err)
+	assert.Nil(t, d.Accept, "no HostFilter")
+
+	cfg := gocql.NewCluster("127.0.0.1")
+	cfg.HostFilter = gocql.DataCenterHostFilter("dc1")
+	d, err = translate(cfg, &hostInfos{})
+	require.NoError(t, err)
+	require.NotNil(t, d.Accept)
+	assert.True(t, d.Accept(adapter.Endpoint{Addr: "127.0.0.2:9042", HostID: "h2", DC: "dc1"}))
+	assert.False(t, d.Accept(adapter.Endpoint{Addr: "127.0.0.3:9042", HostID: "h3", DC: "dc2"}))
+}

@@ -60,6 +60,11 @@ type Driver struct {
 	Keepalive time.Duration
 	// WriteTimeout bounds one frame write, as the driver does (0: the default, 10 s).
 	WriteTimeout time.Duration
+	// Accept, when set, is the driver's host filter: the control connection dials a host of
+	// the cluster's metadata, or one a re-arm names, only if Accept says yes, as the driver's
+	// own control connection and pools do (HostFilter makes it). Contact points are dialled as
+	// given. Nil: every host.
+	Accept func(ep Endpoint) bool
 
 	// Install puts the driver's listener on the queue core.New builds (WithQueueConfig
 	// configures it; Close closes it): called once, after the ControlConnection is built, not

@@ -119,6 +119,20 @@ func (x AuthenticatorOf[A]) Challenge(req []byte) ([]byte, Authenticator, error)
 // Success implements Authenticator.
 func (x AuthenticatorOf[A]) Success(data []byte) error { return x.A.Success(data) }
 
+// HostFilter is Driver.Accept for a driver's host filter, asked with the driver's record of
+// the host (H) that host returns for the endpoint; an endpoint with no record is accepted (a
+// filter never keeps the control connection from a host for want of a record). Nil when
+// accept is nil.
+func HostFilter[H any](accept func(H) bool, host func(Endpoint) (H, error)) func(Endpoint) bool {
+	if accept == nil {
+		return nil
+	}
+	return func(ep Endpoint) bool {
+		h, err := host(ep)
+		return err != nil || accept(h)
+	}
+}
+
 // Auth is Driver.Auth for a driver's authenticator provider, which gets the driver's record of
 // the host (H) that host returns for the endpoint, else for its authenticator; nil with
 // neither (gocql, v1 and v2, uses the provider when both are set).

@@ -24,8 +24,8 @@
 //	ConvictionPolicy: AddFailure Reset
 //	DialHost
 //	Dialer: DialContext
-//	Driver: AddressTranslator Auth CQLVersion Check ConnectTimeout CountsSessions DialHost Dialer
-//		Hosts Install Keepalive Port ProtoVersion Retain TLS TakeGate WriteTimeout
+//	Driver: Accept AddressTranslator Auth CQLVersion Check ConnectTimeout CountsSessions DialHost
+//		Dialer Hosts Install Keepalive Port ProtoVersion Retain TLS TakeGate WriteTimeout
 //	DriverAuthenticator: Challenge Success
 //	DriverDefaultConnectTimeout
 //	Endpoint: Addr DC HostID Hostname String
@@ -39,7 +39,7 @@
 //	HostAddr
 //	HostCache: Get Len Put Retain
 //	HostDialer: DialHost
-//	NetDialer
+//	HostFilter NetDialer
 //	PlainDialer: DialHost Dialer TLS Wrap
 //	PoolEmptyAt ReconnectInterval SetupBusy TLSConfig
 //	TLSOptions: CaPath CertPath Config EnableHostVerification KeyPath

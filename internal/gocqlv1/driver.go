@@ -49,6 +49,7 @@ func NewDriver(cfg *gocql.ClusterConfig) (adapter.Driver, *HostInfoCache, error)
 		Dialer:            cfg.Dialer,
 		TLS:               tc,
 		ConnectTimeout:    cfg.ConnectTimeout,
+		Accept:            adapter.HostFilter(hostFilter(cfg.HostFilter), hosts.For),
 		Install: func(q *hostevents.Queue) {
 			Install(cfg, q)
 			cfg.ConnectObserver = hosts
@@ -165,4 +166,12 @@ func (in *installed) check() error {
 			"set it before New (New changes only gocql's default, 60s)", adapter.ErrConfigChanged, cfg.ReconnectInterval, in.interval, cfg.ReconnectInterval))
 	}
 	return errors.Join(errs...)
+}
+
+// hostFilter is f's Accept, nil for no filter.
+func hostFilter(f gocql.HostFilter) func(*gocql.HostInfo) bool {
+	if f == nil {
+		return nil
+	}
+	return f.Accept
 }

@@ -80,7 +80,21 @@ func HostInfo(ep cqlconn.Endpoint) (*gocql.HostInfo, error) {
 	if !setHostInfoPort(h, port) {
 		return nil, fmt.Errorf("cannot set the port of a gocql.HostInfo with this gocql version")
 	}
+	if ep.DC != "" {
+		setHostInfoDC(h, ep.DC)
+	}
 	return h, nil
+}
+
+// setHostInfoDC writes dc into a fresh HostInfo (no exported setter in v1.7.0), for a
+// DataCentreHostFilter; if a gocql upgrade renames the field, the HostInfo goes without it.
+func setHostInfoDC(h *gocql.HostInfo, dc string) {
+	f := reflect.ValueOf(h).Elem().FieldByName("dataCenter")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		return
+	}
+	// h is fresh and not yet shared, so writing without its lock is safe.
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetString(dc)
 }
 
 func setHostInfoPort(h *gocql.HostInfo, port int) bool {

@@ -69,3 +69,28 @@ func TestAuthAdaptsGocqlsAuthenticators(t *testing.T) {
 	assert.Equal(t, []string{addr}, got)
 	assert.Nil(t, Auth(nil, nil, nil), "no authenticator: nil, so that a login the server asks for fails")
 }
+
+// The driver's HostFilter decides the hosts ours dials (Driver.Accept): asked with a HostInfo
+// that carries the endpoint's data center (written by reflection, as the port), so a
+// DataCentreHostFilter accepts its own data center's hosts before gocql has connected to them;
+// no filter, no Accept. Checked to fail without the data center written (dc1 refused).
+func TestDriverAcceptIsTheHostFilter(t *testing.T) {
+	d, _, err := NewDriver(gocql.NewCluster("127.0.0.1"))
+	require.NoError(t, err)
+	assert.Nil(t, d.Accept, "no HostFilter")
+
+	cfg := gocql.NewCluster("127.0.0.1")
+	cfg.HostFilter = gocql.DataCentreHostFilter("dc1")
+	d, _, err = NewDriver(cfg)
+	require.NoError(t, err)
+	require.NotNil(t, d.Accept)
+	assert.True(t, d.Accept(cqlconn.Endpoint{Addr: "127.0.0.2:9042", HostID: "h2", DC: "dc1"}))
+	assert.False(t, d.Accept(cqlconn.Endpoint{Addr: "127.0.0.3:9042", HostID: "h3", DC: "dc2"}))
+
+	cfg.HostFilter = gocql.WhiteListHostFilter("127.0.0.2")
+	d, _, err = NewDriver(cfg)
+	require.NoError(t, err)
+	assert.True(t, d.Accept(cqlconn.Endpoint{Addr: "127.0.0.2:9042"}))
+	assert.False(t, d.Accept(cqlconn.Endpoint{Addr: "127.0.0.3:9042"}))
+	assert.True(t, d.Accept(cqlconn.Endpoint{Addr: "not an address"}), "no HostInfo: accepted")
+}
