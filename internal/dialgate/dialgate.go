@@ -537,7 +537,7 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		}
 		if h.limit > 0 {
 			if h.limit++; h.limit >= OpenLimit {
-				h.limit, h.setups, h.window, h.slowAt = 0, 0, 0, time.Time{}
+				h.limit, h.setups, h.window = 0, 0, 0
 			}
 		}
 	default:

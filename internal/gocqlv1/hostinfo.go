@@ -86,25 +86,29 @@ func HostInfo(ep cqlconn.Endpoint) (*gocql.HostInfo, error) {
 	return h, nil
 }
 
+func setHostInfoPort(h *gocql.HostInfo, port int) bool {
+	if f, ok := hostInfoField(h, "port", reflect.Int); ok {
+		f.SetInt(int64(port))
+	}
+	return h.Port() == port
+}
+
 // setHostInfoDC writes dc into a fresh HostInfo (no exported setter in v1.7.0), for a
 // DataCentreHostFilter; if a gocql upgrade renames the field, the HostInfo goes without it.
 func setHostInfoDC(h *gocql.HostInfo, dc string) {
-	f := reflect.ValueOf(h).Elem().FieldByName("dataCenter")
-	if !f.IsValid() || f.Kind() != reflect.String {
-		return
+	if f, ok := hostInfoField(h, "dataCenter", reflect.String); ok {
+		f.SetString(dc)
 	}
-	// h is fresh and not yet shared, so writing without its lock is safe.
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetString(dc)
 }
 
-func setHostInfoPort(h *gocql.HostInfo, port int) bool {
-	f := reflect.ValueOf(h).Elem().FieldByName("port")
-	if !f.IsValid() || f.Kind() != reflect.Int {
-		return false
+// hostInfoField is the settable unexported field name of h, if it has that kind. h must be
+// fresh and not yet shared, so that writing without its lock is safe.
+func hostInfoField(h *gocql.HostInfo, name string, kind reflect.Kind) (reflect.Value, bool) {
+	f := reflect.ValueOf(h).Elem().FieldByName(name)
+	if !f.IsValid() || f.Kind() != kind {
+		return reflect.Value{}, false
 	}
-	// h is fresh and not yet shared, so writing without its lock is safe.
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().SetInt(int64(port))
-	return h.Port() == port
+	return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem(), true
 }
 
 // Auth is cqlconn.ConnConfig.Auth for gocql's AuthProvider, which gets the host's HostInfo from
