@@ -52,7 +52,7 @@ func parseDemoFlags(args []string, stdout, stderr io.Writer) (demoConfig, error)
 	fs.BoolVar(&cfg.json, "json", false, "print the results as one JSON object instead of the table")
 	fs.StringVar(&cfg.metricsAddr, "metrics", "127.0.0.1:0", "serve Prometheus /metrics on this `address` while the demo runs (port 0: any free port; empty: off)")
 	fs.Uint64Var(&cfg.seed, "seed", 0, "seed of our control connection's jitter and host shuffling (0: a random seed, printed)")
-	fs.DurationVar(&cfg.gocqlReconnect, "gocql-reconnect-interval", gocqlDefaultReconnectInterval, "gocql's ClusterConfig.ReconnectInterval (both clients; the governor shortens the default to 250ms): how often gocql retries the pools of down hosts")
+	fs.DurationVar(&cfg.gocqlReconnect, "gocql-reconnect-interval", gocqlDefaultReconnectInterval, "gocql's ClusterConfig.ReconnectInterval (both clients; the governor shortens the default to 100ms): how often gocql retries the pools of down hosts")
 	fs.DurationVar(&cfg.wait, "wait", defaultDemoWait, "how long after the cluster is ready to wait for every recovery")
 	// Any free port by default rather than 9042: the nodes' port is free while the cluster is
 	// down, and another local cluster taking 9042 then would break the restart.
