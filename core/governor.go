@@ -22,7 +22,8 @@ const (
 // field means its default, so Governor{} is the documented default:
 //
 //	MinInterval  1.2 s  the client-wide budget's interval between real dials for the first
-//	                    minute of an outage
+//	                    minute of an outage (divided by hosts ÷ 3 past three hosts, so that a
+//	                    host's turn comes every 3 intervals at any cluster size)
 //	OutageShare  1/50   the interval grows to this share of the outage's length so far (from
 //	                    60 s on), so being late costs ~2 % of the outage, and a 1 h outage
 //	                    costs ~290 real dials per process (287 measured in virtual time,
@@ -37,13 +38,13 @@ const (
 // The rule, in 120 words (as in docs/governor.md; the next paragraph gives every case):
 //
 // Every dial (gocql's, ours) goes through one governor per process. Dials to hosts believed up
-// pass. A host known down gets one real dial per backoff: 1 s doubling per failed dial, or
-// MaxInterval after a DOWN event, until an UP event or a connecting dial opens it. While our
-// connection is down, real dials also share one process-wide budget, its interval growing with
-// the outage (1/50 of it, 1.2 s to MaxInterval, jittered); the first that connects re-arms
-// ours. A returning host admits setups one at a time, one more per quick success, open at 4; a
-// slow, timed-out or overloaded setup halves the limit and pauses the host. The pool goes
-// first. Refusals send nothing, convict nothing.
+// pass. A known-down host gets one real dial per backoff: 1 s doubling per failure, or
+// MaxInterval after a DOWN event; an UP event or connecting dial opens it. While ours is down,
+// real dials share a process-wide budget whose interval grows with the outage (1/50 of it, 1.2
+// s to MaxInterval, ÷ hosts/3 past 3, jittered), each slot to the longest-due host; the first
+// that connects re-arms ours. A returning host admits setups one at a time, one more per quick
+// success, open at 4; slow, timed-out or overloaded setups halve the limit and pause the host.
+// Pools first. Refusals send nothing, convict nothing.
 //
 // The rules, in one paragraph (docs/governor.md has the same; package internal/dialgate, the
 // decision core, has no rule this paragraph lacks). While our connection is up, a dial to a host
@@ -58,10 +59,13 @@ const (
 // was lost from waits HostBackoff, and a dial that connects meanwhile is no evidence (our
 // recovery is dialling already). While our connection is down and the cluster unreachable as far
 // as we know, a real dial also needs the process-wide budget: the first at once, each next one
-// interval later (OutageShare of the outage so far, within MinInterval and MaxInterval, ±Jitter;
-// the second at a random moment within the first interval), and a known-down host's backoff
-// restarts and is at most (number of hosts) × interval × (1 − Jitter), so the budget rotates
-// over the hosts and a slot never waits for a host to be due. The first dial that connects
+// interval later (OutageShare of the outage so far, within MinInterval and MaxInterval, divided
+// by (number of hosts) ÷ 3 past three hosts, ±Jitter; the second at a random moment within the
+// first interval), and a known-down host's backoff restarts and is at most (number of hosts) ×
+// interval × (1 − Jitter), so the budget rotates over the hosts and a slot never waits for a
+// host to be due; a slot goes to the host due longest (one not dialled yet in the outage first)
+// of those the driver asked for within the last second, waiting at most 250 ms for it, so a
+// host's turn comes every three intervals at any cluster size. The first dial that connects
 // during the outage is evidence that re-arms our connection and proves the cluster reachable:
 // until our connection is back, every host not known down passes at once and a known-down host
 // gets its real dials on its own backoff. A failed dial of ours ends a presumption but makes no host known down, since ours may

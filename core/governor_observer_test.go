@@ -35,8 +35,8 @@ func (o *govRecorder) GovernorInterval(d time.Duration) {
 }
 
 // The governor's decisions and its budget's interval reach the observer: every dial once by
-// verdict, evidence, and the interval when it changes (1 s once the budget applies, 0 once
-// ours is back).
+// verdict, evidence, and the interval when it changes (1.2 s once the budget applies, 0.9 s
+// once the governor knows a fourth host: 1.2 s × 3/4, and 0 once ours is back).
 func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
 	obs := &govRecorder{verdicts: map[string]int{}}
 	g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
@@ -53,5 +53,5 @@ func TestGovernorObserverGetsDecisionsAndInterval(t *testing.T) {
 	_, _ = d.DialHost(ctx, testHost(t, "127.0.0.1:9042")) // lost from: its backoff
 	m.Connected(nil)
 	assert.Equal(t, map[string]int{"pass": 1, "budget": 1, "no_budget": 1, "host_backoff": 1}, obs.verdicts)
-	assert.Equal(t, []time.Duration{1200 * time.Millisecond, 0}, obs.intervals, "1.2 s once the budget applies, 0 once ours is back")
+	assert.Equal(t, []time.Duration{1200 * time.Millisecond, 900 * time.Millisecond, 0}, obs.intervals, "1.2 s once the budget applies, 0.9 s with a fourth host, 0 once ours is back")
 }

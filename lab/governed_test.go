@@ -28,9 +28,10 @@ func governedFixed(t *testing.T, nodes int, outages ...time.Duration) []Row {
 
 // The governed row's key figures, pinned: a change to the model (or to the DialGate it drives)
 // moves them and fails here, to be a visible decision. Next to them the contract's bounds
-// (issue 18: ≤ 27 dials for 20 s on 3 nodes, ≤ 31 on 7, ≤ 60 for 60 s; ≤ 290 per client for
-// 1 h, the default Governor's measured cost) and the measured figures of docs/governor.md they
-// are compared with.
+// (issue 18: ≤ 27 dials for 20 s on 3 nodes, ≤ 60 for 60 s; ≤ 290 per client for 1 h, the
+// default Governor's measured cost; on 7 nodes ≤ 45, since 2026-12-06 the budget's interval
+// divides by hosts ÷ 3 past three hosts, within issue 27's third of gocql alone's) and the
+// measured figures of docs/governor.md they are compared with.
 func TestGovernedRowPinned(t *testing.T) {
 	type pin struct {
 		dials, oursP99, dataP50, dataP99, ungoverned float64
@@ -41,10 +42,10 @@ func TestGovernedRowPinned(t *testing.T) {
 		outage time.Duration
 		pin    pin
 	}{
-		{3, 20 * time.Second, pin{20.3, 1.86, 1.26, 2.29, 141.5, 27}},
-		{3, time.Minute, pin{47.1, 1.67, 1.42, 2.59, 396.7, 60}},
-		{3, time.Hour, pin{269.7, 27.59, 16.39, 28.64, 21935.8, 290}},
-		{7, 20 * time.Second, pin{25.1, 1.75, 1.33, 2.36, 299.0, 31}},
+		{3, 20 * time.Second, pin{20.3, 1.91, 1.33, 2.28, 141.5, 27}},
+		{3, time.Minute, pin{47.0, 1.67, 1.33, 2.35, 396.7, 60}},
+		{3, time.Hour, pin{269.2, 29.55, 15.63, 29.98, 21935.8, 290}},
+		{7, 20 * time.Second, pin{32.6, 1.06, 1.20, 2.24, 299.0, 45}},
 	} {
 		row := governedFixed(t, c.nodes, c.outage)[0]
 		g, p := row.Governed, c.pin

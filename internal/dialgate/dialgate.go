@@ -108,6 +108,13 @@ const (
 	ServedHold = 4
 	// ServedMax bounds a served client's pause range.
 	ServedMax = 5 * time.Minute
+	// RotationHosts: past this many hosts the budget's interval divides by hosts ÷
+	// RotationHosts, so a known-down host's turn in the rotation comes every RotationHosts
+	// intervals at any cluster size: one node of 12 back is found as soon as one of 3.
+	RotationHosts = 3
+	// DueHold: how long past its opening a budget slot waits for the host due longest
+	// (gocql's governed tick asks for every down host each 100 ms); then any host due takes it.
+	DueHold = 250 * time.Millisecond
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
 	// spellGap: a slow setup that started this long after the host's pause ended begins a new
@@ -388,6 +395,9 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		if !own && now.Before(d.ownWait) {
 			return VerdictNoBudget // held for ours
 		}
+		if !own && h.down && now.Before(d.nextReal.Add(DueHold)) && d.dueLonger(now, h) {
+			return VerdictNoBudget // the slot goes to the host due longest
+		}
 		if own {
 			d.ownWait = time.Time{}
 		}
@@ -406,6 +416,21 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 	}
 	h.take(now, limited, ownSlot)
 	return v
+}
+
+// dueLonger reports whether another host has been due for a real dial longer than h, a
+// known-down host, and the driver asked for it within the last second: the budget's slot is
+// its, in the order the hosts fell due (a host not yet dialled in this outage first), not in
+// the order the driver happens to ask. gocql asks in the same order every tick: the last host
+// of 12 waited 45 s for its turn, and a host not yet dialled never got one.
+func (d *DialGate) dueLonger(now time.Time, h *gateHost) bool {
+	for _, x := range d.hosts {
+		if x != h && x.asked == d.epoch && now.Sub(x.askedAt) < time.Second && x.accepted != d.epoch &&
+			(!x.down || x.next.Before(h.next) && !x.next.After(now)) {
+			return true
+		}
+	}
+	return false
 }
 
 // take books an admitted setup at h: a driver's to a returning host (limited), or ours once
@@ -676,7 +701,8 @@ func (d *DialGate) host(addr netip.AddrPort) *gateHost {
 }
 
 // Interval returns the budget's interval between real dials at now: OutageShare of the
-// outage so far, within [MinInterval, MaxInterval]; 0 when the budget does not apply.
+// outage so far, within [MinInterval, MaxInterval], divided by hosts ÷ RotationHosts past
+// RotationHosts hosts; 0 when the budget does not apply.
 func (d *DialGate) Interval(now time.Time) time.Duration {
 	if !d.BudgetApplies() {
 		return 0
@@ -686,7 +712,11 @@ func (d *DialGate) Interval(now time.Time) time.Duration {
 
 func (d *DialGate) interval(now time.Time) time.Duration {
 	i := time.Duration(float64(now.Sub(d.downSince)) * d.cfg.OutageShare)
-	return min(max(i, d.cfg.MinInterval), d.cfg.MaxInterval)
+	i = min(max(i, d.cfg.MinInterval), d.cfg.MaxInterval)
+	if n := len(d.hosts); n > RotationHosts {
+		i = i * RotationHosts / time.Duration(n)
+	}
+	return i
 }
 
 // hostBackoff is a known-down host's wait between real dials: HostBackoff doubling per failed

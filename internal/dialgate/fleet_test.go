@@ -50,37 +50,60 @@ func TestBudgetSpreadsAFleetThatLostTheClusterTogether(t *testing.T) {
 	assert.LessOrEqual(t, float64(busiest), 2*mean, "the busiest 100 ms against the mean")
 }
 
-// One client, three hosts asked every 10 ms through a 120 s outage: each budget slot is taken
-// within one ask of opening (the host whose turn it is is due however the jitter fell), so the
-// budget's real dials are as frequent as its interval says; and the budget rotates: once the
-// hosts' own backoffs (HostBackoff doubling per failure: 1, 2, 4 s) are longer than the
-// rotation, from the tenth real dial on, any three consecutive ones are to three hosts.
+// One client, 3, 7 and 12 hosts asked every 10 ms in the same order (as gocql asks every tick)
+// through a 120 s outage: each budget slot is taken within one ask of opening (the host whose
+// turn it is is due however the jitter fell), so the budget's real dials are as frequent as
+// its interval says; and the budget rotates in the order the hosts fell due: once the hosts'
+// own backoffs (HostBackoff doubling per failure: 1, 2, 4 s) are longer than the rotation,
+// any n consecutive real dials are to the n hosts, and each host's turn comes every
+// RotationHosts intervals at most (the interval divides by hosts ÷ 3 past three hosts).
 // Checked to fail with a host's backoff at (number of hosts) × interval: slots that opened
-// before the next host was due waited for it (364 slots of the 20 outages, up to 0.28 s),
-// and a host got two of three real dials in a row.
+// before the next host was due waited for it (364 slots of the 20 outages, up to 0.28 s), and
+// a host got two of three real dials in a row; and without the slot going to the host due
+// longest (dueLonger): with 12 hosts asked in order, 3 of them got no real dial in 60 s.
 func TestBudgetSlotsNeverWaitForAHost(t *testing.T) {
-	hosts := []netip.AddrPort{hostA, hostB, hostC}
-	var longest time.Duration
-	for seed := range uint64(20) {
-		rng := rand.New(rand.NewPCG(seed, 18))
-		gate := New(testConfig, rng.Float64)
-		gate.Observe(t0, ConnDown, noAddr)
-		open := t0 // when the next slot opened
-		var order []netip.AddrPort
-		for now := t0; now.Before(at(120 * time.Second)); now = now.Add(askEvery) {
+	for _, n := range []int{3, 7, 12} {
+		hosts := make([]netip.AddrPort, n)
+		for i := range hosts {
+			hosts[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i + 1)}), 9042)
+		}
+		var longest, longestTurn time.Duration
+		for seed := range uint64(20) {
+			rng := rand.New(rand.NewPCG(seed, 18))
+			gate := New(testConfig, rng.Float64)
 			for _, h := range hosts {
-				if v, _ := dial(gate, now, h, false); v == VerdictBudget {
-					longest = max(longest, now.Sub(open))
-					assert.Less(t, now.Sub(open), askEvery, "seed %d: the slot that opened at %v was taken at %v", seed, open.Sub(t0), now.Sub(t0))
-					open = gate.NextReal()
-					order = append(order, h)
+				gate.Observe(t0, HostUp, h)
+			}
+			gate.Observe(t0, ConnDown, noAddr)
+			open := t0 // when the next slot opened
+			var order []netip.AddrPort
+			last := map[netip.AddrPort]time.Time{}
+			for now := t0; now.Before(at(120 * time.Second)); now = now.Add(askEvery) {
+				for _, h := range hosts {
+					if v, _ := dial(gate, now, h, false); v == VerdictBudget {
+						longest = max(longest, now.Sub(open))
+						assert.Less(t, now.Sub(open), askEvery, "%d hosts, seed %d: the slot that opened at %v was taken at %v", n, seed, open.Sub(t0), now.Sub(t0))
+						if prev, ok := last[h]; ok && len(order) >= 3*n {
+							longestTurn = max(longestTurn, now.Sub(prev))
+						}
+						last[h] = now
+						open = gate.NextReal()
+						order = append(order, h)
+					}
 				}
 			}
+			for i := 3 * n; i+n <= len(order); i++ {
+				seen := map[netip.AddrPort]bool{}
+				for _, h := range order[i : i+n] {
+					seen[h] = true
+				}
+				assert.Len(t, seen, n, "%d hosts, seed %d: real dials %d-%d went to %v", n, seed, i, i+n-1, order[i:i+n])
+			}
 		}
-		for i := 9; i+3 <= len(order); i++ {
-			w := order[i : i+3]
-			assert.True(t, w[0] != w[1] && w[1] != w[2] && w[0] != w[2], "seed %d: real dials %d-%d went to %v", seed, i, i+2, w)
-		}
+		// A turn every RotationHosts intervals (MinInterval in the first minute, 1/50 of the
+		// outage after it), each up to Jitter longer.
+		turn := time.Duration(float64(RotationHosts) * float64(max(testConfig.MinInterval, 120*time.Second/50)) * (1 + testConfig.Jitter))
+		assert.LessOrEqual(t, longestTurn, turn+askEvery, "%d hosts: a host's turn", n)
+		t.Logf("%d hosts, 20 outages of 120 s: the longest a slot waited to be taken %v; the longest between a host's real dials %v", n, longest, longestTurn)
 	}
-	t.Logf("20 outages of 120 s: the longest a slot waited to be taken: %v", longest)
 }
