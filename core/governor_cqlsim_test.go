@@ -110,7 +110,7 @@ func TestGovernorNoStarvationWhenOursIsCutOffAlone(t *testing.T) {
 	eventuallyTrue(t, 10*time.Second, func() bool {
 		cc.gov.g.mu.Lock()
 		defer cc.gov.g.mu.Unlock()
-		return cc.gov.g.gate.BudgetApplies()
+		return cc.gov.g.gate.Interval(time.Now()) > 0
 	}, "ours lost and its dials failing: the budget applies")
 
 	// The application creates a session now (retrying, as it would): its dials are not governed

@@ -212,26 +212,20 @@ func (d *DialGate) Observe(now time.Time, e Event, addr netip.AddrPort) {
 		h.forgetSetups()
 		h.suspect = true // even if a dial failed first: gocql may notice the loss before we do
 		if !h.down {
-			h.down = true
-			h.failures = max(h.failures, 1)
-			h.next = now.Add(d.cfg.HostBackoff)
+			h.down, h.failures, h.next = true, max(h.failures, 1), now.Add(d.cfg.HostBackoff)
 		}
-	case SeenUp:
-		if h := d.hosts[addr]; h != nil && h.suspect {
+	case SeenUp, HostUp:
+		if h := d.hosts[addr]; e == SeenUp && h != nil && h.suspect {
 			return
 		}
-		d.hostUp(addr)
-	case HostUp:
-		d.hostUp(addr)
+		d.markUp(d.host(addr), time.Time{}, 0) // setups from before it went down were forgotten
 	case HostDown:
 		h := d.host(addr)
 		if h.down && h.announced && !h.verify {
 			return // announced again: its slot stays where it is
 		}
-		h.down, h.announced, h.verify = true, true, false
-		h.failures = max(h.failures, 1)
-		h.accepted = 0
-		h.next = now.Add(d.cfg.MaxInterval)
+		h.down, h.announced, h.verify, h.failures = true, true, false, max(h.failures, 1)
+		h.accepted, h.next = 0, now.Add(d.cfg.MaxInterval)
 		h.forgetSetups()
 	case PoolEmpty:
 		h := d.hosts[addr]
@@ -255,8 +249,7 @@ func (d *DialGate) connUp(now time.Time) {
 		switch {
 		case h.suspect:
 			h.down, h.announced, h.suspect, h.verify = true, true, false, true
-			h.failures = max(h.failures, 1)
-			h.next = now.Add(d.cfg.HostBackoff)
+			h.failures, h.next = max(h.failures, 1), now.Add(d.cfg.HostBackoff)
 		case !h.down:
 		case h.announced:
 			h.verify = true
@@ -284,21 +277,20 @@ func (d *DialGate) connDown(now time.Time) {
 	}
 }
 
-func (d *DialGate) hostUp(addr netip.AddrPort) {
-	h := d.host(addr)
+// markUp records h up, accepted in this epoch; a known-down h starts its return, inflight of
+// its setups running from now. fresh: h had not accepted a dial or been seen up in this epoch.
+func (d *DialGate) markUp(h *gateHost, now time.Time, inflight int) (fresh bool) {
 	if h.down {
-		h.startReturn(time.Time{}, 0) // setups from before it went down were forgotten
+		h.startReturn(now, inflight)
 	}
+	fresh = h.accepted != d.epoch
 	h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
 	h.accepted = d.epoch
+	return fresh
 }
 
 // forgetSetups forgets h's setups in flight: h is known down, so they will fail or hang.
 func (h *gateHost) forgetSetups() { h.setups, h.waiting, h.ownSlot = 0, false, false }
-
-// BudgetApplies reports whether dials need the client-wide budget: our connection is down and
-// the cluster unreachable as far as the gate knows.
-func (d *DialGate) BudgetApplies() bool { return !d.up && !d.reachable }
 
 // Tracked reports whether the kind of a driver's dial or setup to addr matters: the host is
 // known down or returning. A caller whose kind costs more than a map lookup to learn asks it
@@ -373,7 +365,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 			return VerdictSetupLimit
 		}
 		if d.up || d.reachable {
-			h.book(now)
+			h.take(now, true, false)
 			return VerdictPass
 		}
 	}
@@ -402,7 +394,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 			d.ownWait = time.Time{}
 		}
 		interval := d.interval(now)
-		step := jitter(interval, d.cfg.Jitter, d.rand())
+		step := time.Duration(float64(interval) * (1 + d.cfg.Jitter*(2*d.rand()-1))) // ±Jitter
 		if !d.phased {
 			// The second real dial at a random moment within one interval: clients that lost
 			// the cluster together dial apart from then on.
@@ -433,15 +425,12 @@ func (d *DialGate) dueLonger(now time.Time, h *gateHost) bool {
 	return false
 }
 
-// take books an admitted setup at h: a driver's to a returning host (limited), or ours once
-// the client is served there (ownSlot).
+// take books an admitted setup at h, in flight from now: a driver's to a returning host
+// (limited), or ours once the client is served there (ownSlot).
 func (h *gateHost) take(now time.Time, limited, ownSlot bool) {
-	switch {
-	case limited:
-		h.book(now)
-	case ownSlot:
+	if limited || ownSlot {
 		h.setups++
-		h.lastSet, h.ownSlot = now, true
+		h.lastSet, h.booked, h.ownSlot = now, h.booked || limited, h.ownSlot || ownSlot
 	}
 }
 
@@ -450,12 +439,6 @@ func (h *gateHost) expire(now time.Time) {
 	if now.Sub(h.lastSet) >= setupPatience {
 		h.setups = 0
 	}
-}
-
-// book counts a driver's setup admitted to a returning host, in flight from now.
-func (h *gateHost) book(now time.Time) {
-	h.setups++
-	h.lastSet, h.booked = now, true
 }
 
 // auxReturning decides an auxiliary dial to h, a returning host: ours (own) or the driver's
@@ -495,8 +478,7 @@ func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 // startReturn limits h, a host coming back, to one setup in flight, inflight of which run.
 func (h *gateHost) startReturn(now time.Time, inflight int) {
 	h.limit, h.setups, h.lastSet, h.served, h.waiting = 1, inflight, now, false, false
-	h.slowAt = time.Time{}
-	h.booked, h.ownSlot = inflight > 0, false
+	h.slowAt, h.booked, h.ownSlot = time.Time{}, inflight > 0, false
 }
 
 // PauseUntil returns the end of addr's slow-down pause (zero or past: none).
@@ -532,10 +514,7 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		if h == nil || !h.ownSlot {
 			return time.Time{}
 		}
-		h.ownSlot = false
-		if h.setups > 0 {
-			h.setups--
-		}
+		h.ownSlot, h.setups = false, max(0, h.setups-1)
 		kind = Control // its signals pause the host as the driver's do
 	}
 	if h == nil && outcome == SetupBusy {
@@ -544,8 +523,8 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 	if h == nil {
 		return time.Time{}
 	}
-	if kind != Control && h.setups > 0 {
-		h.setups--
+	if kind != Control {
+		h.setups = max(0, h.setups-1)
 	}
 	switch {
 	case outcome == SetupFailed:
@@ -625,8 +604,7 @@ func (d *DialGate) DoneAfterClose(now time.Time, addr netip.AddrPort, ok, failed
 		if next := now.Add(interval); !h.down || next.After(h.next) {
 			h.next = next
 		}
-		h.down = true
-		h.failures++
+		h.down, h.failures = true, h.failures+1
 	}
 }
 
@@ -645,22 +623,15 @@ func (d *DialGate) Done(now time.Time, addr netip.AddrPort, kind Kind, ok, faile
 	h := d.host(addr)
 	switch {
 	case ok:
-		if h.down {
-			inflight := 0 // a driver's pool setup goes on after its dial, and SetupDone ends it
-			if kind == Pool || kind == PooledControl {
-				inflight = 1
-			}
-			h.startReturn(now, inflight)
+		inflight := 0 // a driver's pool setup goes on after its dial, and SetupDone ends it
+		if kind == Pool || kind == PooledControl {
+			inflight = 1
 		}
-		h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
-		evidence = !d.up && !d.reachable && h.accepted != d.epoch && kind != Own
-		h.accepted = d.epoch
+		evidence = d.markUp(h, now, inflight) && !d.up && !d.reachable && kind != Own
 		d.reachable, d.presumed = !d.up, false
 	case failed:
 		d.failedPresumption(h)
-		h.failures++
-		h.verify = false
-		h.accepted = 0
+		h.failures, h.verify, h.accepted = h.failures+1, false, 0
 		h.forgetSetups()
 		next := now.Add(d.hostBackoff(now, h))
 		if !h.down || next.After(h.next) {
@@ -702,9 +673,10 @@ func (d *DialGate) host(addr netip.AddrPort) *gateHost {
 
 // Interval returns the budget's interval between real dials at now: OutageShare of the
 // outage so far, within [MinInterval, MaxInterval], divided by hosts ÷ RotationHosts past
-// RotationHosts hosts; 0 when the budget does not apply.
+// RotationHosts hosts; 0 when the budget does not apply (our connection is up, or the cluster
+// is reachable as far as the gate knows).
 func (d *DialGate) Interval(now time.Time) time.Duration {
-	if !d.BudgetApplies() {
+	if d.up || d.reachable {
 		return 0
 	}
 	return d.interval(now)
@@ -736,9 +708,4 @@ func (d *DialGate) hostBackoff(now time.Time, h *gateHost) time.Duration {
 		return d.cfg.MaxInterval
 	}
 	return b
-}
-
-// jitter spreads i uniformly over [i(1-j), i(1+j)).
-func jitter(i time.Duration, j, u float64) time.Duration {
-	return time.Duration(float64(i) * (1 + j*(2*u-1)))
 }

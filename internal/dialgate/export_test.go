@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// BudgetApplies reports whether dials need the client-wide budget: our connection is down and
+// the cluster unreachable as far as the gate knows.
+func (d *DialGate) BudgetApplies() bool { return !d.up && !d.reachable }
+
 // ConnIsUp reports whether the gate believes our connection is up.
 func (d *DialGate) ConnIsUp() bool { return d.up }
 
