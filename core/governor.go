@@ -27,7 +27,7 @@ const (
 //	OutageShare  1/50   the interval grows to this share of the outage's length so far (from
 //	                    60 s on), so being late costs ~2 % of the outage, and a 1 h outage
 //	                    costs ~290 real dials per process (287 measured in virtual time,
-//	                    3 nodes)
+//	                    3 nodes; × hosts ÷ 3 past three hosts)
 //	MaxInterval  DelayCap of the Cadence (30 s by default): the interval never exceeds it
 //	Jitter       0.1    ± fraction of each interval; the second real dial of an outage comes at
 //	                    a random moment within the first interval, so clients that lost the
