@@ -663,3 +663,41 @@ func TestOursBackKeptThroughTheFault(t *testing.T) {
 	downAtFault.reset(down)
 	assert.Zero(t, downAtFault.oursBack(), "already lost when the fault was counted")
 }
+
+func TestReturnFloor(t *testing.T) {
+	// 12 logins: 4 in the first second, then one a second; the window is 25 s.
+	oks := []float64{0.2, 0.4, 0.6, 0.8, 2, 3, 4, 5, 6, 7, 15, 24}
+	rf := returnFloor(10, oks, 3, 8, 25*time.Second, []int{1, 4, 12, 13})
+	assert.Equal(t, map[string]float64{"1": 0.2, "4": 0.8, "12": 24}, rf.KthLoginS, "the 13th login was not reached")
+	assert.Equal(t, map[string]float64{"10": 1.0, "20": 0.6}, rf.FirstSecondsRate)
+	assert.Equal(t, 12, rf.Logins)
+	assert.Equal(t, 3, rf.Failed)
+	assert.Contains(t, rf.line(), "4 at 0.80 s, 12 at 24.00 s, 12 logins in 25 s; logins/s over the first 10 s 1.0, 20 s 0.6, 3 failed")
+
+	other := returnFloor(10, []float64{0.1, 0.3, 0.5, 1}, 0, 8, 25*time.Second, []int{1, 4, 12})
+	lines := returnFloorLines(map[string][]ReturnFloor{"12": {rf}, "10": {rf, other}})
+	assert.Equal(t, "Return floor at bcrypt cost 10 (2 samples after SIGKILL, the k-th login after the node answered, p50 (min–max)): "+
+		"k = 1: 0.10 s (0.10–0.20); k = 4: 0.80 s (0.80–1.00); k = 12: 24.00 s (24.00–24.00, not reached in 1);\n"+
+		"Return floor at bcrypt cost 12 (1 sample after SIGKILL, the k-th login after the node answered, p50 (min–max)): "+
+		"k = 1: 0.20 s (0.20–0.20); k = 4: 0.80 s (0.80–0.80); k = 12: 24.00 s (24.00–24.00);\n", lines)
+}
+
+func TestValidReturnFloor(t *testing.T) {
+	assert.NoError(t, validReturnFloor(0, 8, 3))
+	assert.NoError(t, validReturnFloor(3, 300, 1))
+	assert.ErrorContains(t, validReturnFloor(-1, 8, 1), "0 or more")
+	assert.ErrorContains(t, validReturnFloor(1, 0, 1), "at least 1 client")
+	assert.ErrorContains(t, validReturnFloor(2, 8, 3), "one node")
+}
+
+func TestMergeKeepsReturnFloors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "results.json")
+	first := &Results{Floors: map[string]Floor{}, ReturnFloors: map[string][]ReturnFloor{"10": {{Cost: 10, Logins: 1}}, "12": {{Cost: 12, Logins: 2}}}}
+	require.NoError(t, merge(path, first))
+	second := &Results{Floors: map[string]Floor{}, ReturnFloors: map[string][]ReturnFloor{"10": {{Cost: 10, Logins: 3}, {Cost: 10, Logins: 4}}}}
+	require.NoError(t, merge(path, second))
+	got, err := readResults(path)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]ReturnFloor{"10": {{Cost: 10, Logins: 3}, {Cost: 10, Logins: 4}}, "12": {{Cost: 12, Logins: 2}}}, got.ReturnFloors,
+		"a cost measured again replaces its samples; another cost's are kept")
+}

@@ -64,6 +64,9 @@ func main() {
 		baseIP     = flag.String("ip", "127.0.0.111", "the node's loopback address (node i of -nodes on this address + i)")
 		nodes      = flag.Int("nodes", 1, "nodes in the cluster: 1, or 3 (the fault hits nodes 2 and 3, never node 1)")
 		out        = flag.String("out", "results.json", "results file (rows of the same lane, fault, K, cost and nodes are replaced)")
+		retFloor   = flag.Int("return-floor", 0, "measure the return floor instead of running lanes: this many SIGKILL restarts per cost, each followed by 8 clients logging in back to back from the node answering CQL (one node only)")
+		retWindow  = flag.Duration("return-window", time.Minute, "-return-floor: how long after the node answers each sample logs in")
+		retConc    = flag.Int("return-conc", returnFloorConc, "-return-floor: how many clients log in back to back")
 		// The worker's own flags.
 		wHost   = flag.String("host", "", "worker: the nodes' addresses, comma-separated (the clients' contact points)")
 		wPort   = flag.Int("port", 9042, "worker: the native port")
@@ -89,6 +92,7 @@ func main() {
 		}
 		if *tableOnly {
 			fmt.Println(table(res.Rows, res.Floors))
+			fmt.Print(returnFloorLines(res.ReturnFloors))
 		}
 		if *chartOnly {
 			if err := writeFleetChart(res, *chartPath); err != nil {
@@ -102,11 +106,15 @@ func main() {
 		fatal(err)
 	}
 	if err := validDurations(map[string]time.Duration{"cap": *capAfter, "ours-cap": *oursCap, "binary-off": *binaryOff,
-		"roll-settle": *rollSettle, "tail": *tail, "wait-every": *waitEv, "serve-every": *serveEv}); err != nil {
+		"roll-settle": *rollSettle, "tail": *tail, "wait-every": *waitEv, "serve-every": *serveEv, "return-window": *retWindow}); err != nil {
+		fatal(err)
+	}
+	if err := validReturnFloor(*retFloor, *retConc, *nodes); err != nil {
 		fatal(err)
 	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
-		rollSettle: *rollSettle, capAfter: *capAfter, oursCap: *oursCap, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv}
+		rollSettle: *rollSettle, capAfter: *capAfter, oursCap: *oursCap, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv,
+		returnSamples: *retFloor, returnWindow: *retWindow, returnConc: *retConc}
 	for _, k := range split(*ksFlag) {
 		plan.ks = append(plan.ks, atoi(k))
 	}
@@ -129,6 +137,7 @@ func main() {
 		part := *so
 		part.Rows = slices.Clone(so.Rows)
 		part.Floors = maps.Clone(so.Floors)
+		part.ReturnFloors = maps.Clone(so.ReturnFloors)
 		if err := merge(*out, &part); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet:", err)
 		}
@@ -144,13 +153,14 @@ func main() {
 	}
 	// The chart is of the whole file: the rows of earlier runs merged with these.
 	all, err := readResults(*out)
-	if err == nil {
+	if err == nil && len(all.Rows) > 0 {
 		err = writeFleetChart(all, *chartPath)
 	}
 	if err != nil {
 		fatal(fmt.Errorf("chart: %w", err))
 	}
 	fmt.Println(table(res.Rows, res.Floors))
+	fmt.Print(returnFloorLines(res.ReturnFloors))
 	awaitInterrupt()
 }
 
@@ -177,6 +187,11 @@ type plan struct {
 	canaryEvery, canarySteady time.Duration
 	// java is the java lane's runtime (prepareJava); nil when the run has no java lane.
 	java *javaRuntime
+	// returnSamples, when not 0, makes the run measure the return floor (ReturnFloor) that
+	// many times per cost instead of running lanes; returnWindow is each sample's length.
+	returnSamples int
+	returnWindow  time.Duration
+	returnConc    int
 }
 
 func (p plan) withDefaults() plan {
@@ -216,6 +231,12 @@ func (p plan) withDefaults() plan {
 	if p.nodes == 0 {
 		p.nodes = 1
 	}
+	if p.returnWindow == 0 {
+		p.returnWindow = time.Minute
+	}
+	if p.returnConc == 0 {
+		p.returnConc = returnFloorConc
+	}
 	if p.canaryEvery == 0 {
 		p.canaryEvery = canaryEvery
 	}
@@ -223,6 +244,56 @@ func (p plan) withDefaults() plan {
 		p.canarySteady = canarySteady
 	}
 	return p
+}
+
+// validReturnFloor accepts -return-floor's sample count: none, or some on one node (the
+// node restarted is the node measured).
+func validReturnFloor(samples, conc, nodes int) error {
+	switch {
+	case samples < 0:
+		return fmt.Errorf("-return-floor %d: want a count of samples, 0 or more", samples)
+	case conc < 1:
+		return fmt.Errorf("-return-conc %d: want at least 1 client", conc)
+	case samples > 0 && nodes != 1:
+		return fmt.Errorf("-return-floor with -nodes %d: the return floor is measured on one node", nodes)
+	}
+	return nil
+}
+
+// returnFloorConc is how many clients log in back to back in a return floor's sample by default:
+// twice the node's 4 auth threads, as the idle floor.
+const returnFloorConc = 8
+
+// measureReturnFloors SIGKILLs and restarts the node p.returnSamples times and measures
+// what it offers from answering CQL on (ReturnFloor), into res.ReturnFloors[cost].
+func measureReturnFloors(c *realcluster.Cluster, p plan, cost int, res *Results) error {
+	ks := []int{100, 300, 1000}
+	for _, k := range p.ks {
+		if !slices.Contains(ks, k) {
+			ks = append(ks, k)
+		}
+	}
+	slices.Sort(ks)
+	key := strconv.Itoa(cost)
+	res.ReturnFloors[key] = nil
+	for i := range p.returnSamples {
+		if err := c.Kill(0); err != nil {
+			return err
+		}
+		if err := c.Start(context.Background(), 0); err != nil {
+			return err
+		}
+		cpu0 := serverCPU(c)
+		oks, failed := measureReturn(c.Node(0).Addr(), user, password, p.returnConc, c.ReadyAt(0), p.returnWindow)
+		rf := returnFloor(cost, oks, failed, p.returnConc, p.returnWindow, ks)
+		rf.ServerCPUS = round2((serverCPU(c) - cpu0).Seconds())
+		if rf.Logins > 0 {
+			rf.CPUPerLoginMs = math.Round(rf.ServerCPUS * 1000 / float64(rf.Logins))
+		}
+		res.ReturnFloors[key] = append(res.ReturnFloors[key], rf)
+		fmt.Fprintf(os.Stderr, "return floor at bcrypt cost %d, sample %d of %d: %s\n", cost, i+1, p.returnSamples, rf.line())
+	}
+	return nil
 }
 
 // validNodes accepts the cluster sizes the harness knows how to fault: 1 (the node is the
@@ -319,11 +390,13 @@ func fatal(err error) {
 
 // Results is results.json.
 type Results struct {
-	Cassandra string            `json:"cassandra"`
-	Machine   machine.Machine   `json:"machine"`
-	Floors    map[string]Floor  `json:"floors"` // by bcrypt cost
-	Rows      []Row             `json:"rows"`
-	Notes     map[string]string `json:"notes,omitempty"`
+	Cassandra string           `json:"cassandra"`
+	Machine   machine.Machine  `json:"machine"`
+	Floors    map[string]Floor `json:"floors"` // by bcrypt cost
+	// ReturnFloors is by bcrypt cost: the samples of the latest -return-floor run at that cost.
+	ReturnFloors map[string][]ReturnFloor `json:"return_floors,omitempty"`
+	Rows         []Row                    `json:"rows"`
+	Notes        map[string]string        `json:"notes,omitempty"`
 }
 
 // Floor is the node's login throughput with the fleet's role.
@@ -495,7 +568,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 		}
 		p.java = &j
 	}
-	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}}
+	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}, ReturnFloors: map[string][]ReturnFloor{}}
 	for _, cost := range p.costs {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 		if err != nil {
@@ -536,6 +609,9 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			res.Floors[strconv.Itoa(cost)] = Floor{Cost: cost, LoginsPerSec: math.Round(floor*10) / 10,
 				MeasuredUnder: fmt.Sprintf("8 clients logging in back to back for %v (after %v), raw CQL v4, nothing else running", p.floorWindow, p.floorWarm)}
 			fmt.Fprintf(os.Stderr, "floor at bcrypt cost %d: %.1f logins/s\n", cost, floor)
+			if p.returnSamples > 0 {
+				return measureReturnFloors(c, p, cost, res)
+			}
 			for _, k := range p.ks {
 				for _, l := range p.lanes {
 					rows, err := runLane(c, syn, p, l, k, cost, floor)
@@ -1161,6 +1237,14 @@ func merge(path string, res *Results) error {
 	for c, f := range old.Floors {
 		if _, ok := res.Floors[c]; !ok {
 			res.Floors[c] = f
+		}
+	}
+	if res.ReturnFloors == nil {
+		res.ReturnFloors = map[string][]ReturnFloor{}
+	}
+	for c, f := range old.ReturnFloors {
+		if _, ok := res.ReturnFloors[c]; !ok {
+			res.ReturnFloors[c] = f
 		}
 	}
 	raw, err := json.MarshalIndent(res, "", "  ")
