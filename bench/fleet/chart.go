@@ -226,8 +226,12 @@ func shift(r Row) (float64, bool) { return -r.ReadyAfterFaultS, r.ReadyAfterFaul
 // drawCase draws one cell's two panels.
 func drawCase(cell draw.Canvas, res *Results, cs chartCase) error {
 	aligned := true
+	// The throughput the cell's rows were measured beside (K ÷ their serving floor); rows
+	// without it fall back to the file's latest floor at that cost.
 	var floor float64
-	if f, ok := res.Floors[strconv.Itoa(cs.cost)]; ok {
+	if fs := cs.rows[0].FloorServing; fs > 0 {
+		floor = float64(cs.k) / fs
+	} else if f, ok := res.Floors[strconv.Itoa(cs.cost)]; ok {
 		floor = f.LoginsPerSec
 	}
 	end, start := 0.0, 0.0
