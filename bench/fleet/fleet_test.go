@@ -701,3 +701,10 @@ func TestMergeKeepsReturnFloors(t *testing.T) {
 	assert.Equal(t, map[string][]ReturnFloor{"10": {{Cost: 10, Logins: 3}, {Cost: 10, Logins: 4}}, "12": {{Cost: 12, Logins: 2}}}, got.ReturnFloors,
 		"a cost measured again replaces its samples; another cost's are kept")
 }
+
+func TestDefaultChartPath(t *testing.T) {
+	assert.Equal(t, "fleet", defaultChartPath("", "results.json"))
+	assert.Equal(t, "fleet", defaultChartPath("", "./results.json"))
+	assert.Equal(t, "/tmp/k300", defaultChartPath("", "/tmp/k300.json"), "a scratch run's chart goes beside its results")
+	assert.Equal(t, "/tmp/c", defaultChartPath("/tmp/c", "/tmp/k300.json"))
+}

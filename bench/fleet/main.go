@@ -50,7 +50,7 @@ func main() {
 		worker     = flag.Bool("worker", false, "run as one worker process (the coordinator starts them)")
 		tableOnly  = flag.Bool("table", false, "print the table of the results file (-out) and exit")
 		chartOnly  = flag.Bool("chart", false, "draw the chart of the results file (-out) as -chart-path .png and .svg, and exit")
-		chartPath  = flag.String("chart-path", "fleet", "the chart's path without extension (.png and .svg are written)")
+		chartPath  = flag.String("chart-path", "", "the chart's path without extension (.png and .svg are written); by default fleet beside results.json, else -out's path without its extension")
 		laneFlag   = flag.String("lanes", strings.Join(defaultLanes, ","), "lanes, comma-separated: "+strings.Join(laneNames(), ", "))
 		ksFlag     = flag.String("k", "100,300", "fleet sizes K, comma-separated")
 		costsFlag  = flag.String("costs", "10", "bcrypt costs of the fleet's role, comma-separated")
@@ -78,6 +78,7 @@ func main() {
 		serveEv = flag.Duration("serve-every", time.Second, "a client's query interval while it serves")
 	)
 	flag.Parse()
+	*chartPath = defaultChartPath(*chartPath, *out)
 	if *worker {
 		if err := runWorker(*wLane, split(*wHost), *wPort, *wN, *wUser, *wPass, *waitEv, *serveEv); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -244,6 +245,19 @@ func (p plan) withDefaults() plan {
 		p.canarySteady = canarySteady
 	}
 	return p
+}
+
+// defaultChartPath is the chart's path (without extension): chart if set; "fleet" beside the
+// checked-in results.json; else out without its extension, so that a scratch run's -out never
+// overwrites the checked-in chart.
+func defaultChartPath(chart, out string) string {
+	switch {
+	case chart != "":
+		return chart
+	case filepath.Clean(out) == "results.json":
+		return "fleet"
+	}
+	return strings.TrimSuffix(out, filepath.Ext(out))
 }
 
 // validReturnFloor accepts -return-floor's sample count: none, or some on one node (the
