@@ -85,7 +85,7 @@ const (
 // halves the limit and pauses the host's setups: until a pool setup there was ready, for a
 // random part of a window doubling per signal from 100 ms (a login the server dropped from its
 // queue is retried soon, keeping the client's place in line); once one was, for half to all of
-// a window of 4 times as long as the host has been slow (since its slow spell began: a quick
+// a window of 8 times as long as the host has been slow (since its slow spell began: a quick
 // login or a quiet gap after its pause ends the spell),
 // up to 5 minutes (the served client's other setups wait for the clients queued behind it,
 // ours too, past DelayCap). A

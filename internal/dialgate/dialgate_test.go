@@ -631,7 +631,7 @@ func TestDialGateReturnSlowStart(t *testing.T) {
 // at most ServedMax, equal jitter: the client's other setups wait for the clients still
 // queued behind it, the longer the longer the return has been slow. Checked to fail with the
 // earlier served range, ServedHold × the slow setup's time doubling per signal up to
-// ServedHold × MaxInterval (paused 6 s after the first served signal, where a 1,000-client
+// ServedHold × MaxInterval (paused 12 s after the first served signal, where a 1,000-client
 // fleet's served clients then took about 60 % of the node's logins, make fleet). An open host
 // is limited again; failures of other kinds (refused) are Done's to judge and change no limit.
 func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
@@ -652,12 +652,12 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(99*time.Millisecond), hostA, Pool))
 	require.Equal(t, VerdictPass, gate.Admit(now.Add(100*time.Millisecond), hostA, Pool))
 	now = now.Add(2 * time.Second)                           // 24 s after back:
-	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window 4 × 24 s = 96 s
-	// Equal jitter: u = 0.5 pauses 96 s × (1 + 0.5) / 2 = 72 s; u = 0 would pause 48 s.
-	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(72*time.Second-time.Millisecond), hostA, Pool))
-	require.Equal(t, VerdictPass, gate.Admit(now.Add(72*time.Second), hostA, Pool))
-	now = now.Add(92 * time.Second)                             // 116 s after back:
-	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 4 × 116 s, capped at ServedMax
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // served, slow: window 8 × 24 s = 192 s
+	// Equal jitter: u = 0.5 pauses 192 s × (1 + 0.5) / 2 = 144 s; u = 0 would pause 96 s.
+	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(144*time.Second-time.Millisecond), hostA, Pool))
+	require.Equal(t, VerdictPass, gate.Admit(now.Add(144*time.Second), hostA, Pool))
+	now = now.Add(164 * time.Second)                            // 188 s after back:
+	gate.SetupDone(now, hostA, Pool, 20*time.Second, SetupBusy) // served: 8 × 188 s, capped at ServedMax
 	wait := ServedMax * 3 / 4
 	assert.Equal(t, VerdictSlowDown, gate.Admit(now.Add(wait-time.Millisecond), hostA, Pool), "window ServedMax, paused 3/4 of it")
 	assert.Equal(t, VerdictPass, gate.Admit(now.Add(wait), hostA, Pool))
@@ -669,8 +669,8 @@ func TestDialGateReturnSlowsDownOnBusy(t *testing.T) {
 	limit, _ = gate.Limit(hostA)
 	require.Zero(t, limit, "open")
 	now = now.Add(wait + time.Minute)
-	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // slow: 4 × 2 s = 8 s
-	assert.Equal(t, now.Add(6*time.Second), gate.PauseUntil(hostA))
+	gate.SetupDone(now, hostA, Pool, 2*time.Second, SetupOK) // slow: 8 × 2 s = 16 s
+	assert.Equal(t, now.Add(12*time.Second), gate.PauseUntil(hostA))
 
 	// An open host that meets Overloaded is limited again, to OpenLimit / 2.
 	gate.SetupDone(now, hostB, Pool, 30*time.Millisecond, SetupBusy)
@@ -695,24 +695,24 @@ func TestDialGateReturnSlowSpellEndsWhenNothingWasHeldBack(t *testing.T) {
 	gate := oursDownReturning(t, &u) // hostA returned at 5 s, the pool's first setup in flight
 	// Served, slow since 5 s:
 	gate.SetupDone(at(8*time.Second), hostA, Pool, 3*time.Second, SetupOK)
-	require.Equal(t, at(17*time.Second), gate.PauseUntil(hostA), "window 4 × 3 s, u = 0.5")
+	require.Equal(t, at(26*time.Second), gate.PauseUntil(hostA), "window 8 × 3 s, u = 0.5")
 
 	// Two minutes on, nothing set up since: a refill dropped after 12 s in the server's queue.
 	now := at(125 * time.Second)
 	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy)
-	assert.Equal(t, now.Add(36*time.Second), gate.PauseUntil(hostA), "a new spell: window 4 × 12 s, not 4 × 120 s")
+	assert.Equal(t, now.Add(72*time.Second), gate.PauseUntil(hostA), "a new spell: window 8 × 12 s, not 8 × 120 s")
 
-	// The next setup, started as the pause ended, is dropped too: the same spell, now 60 s long.
-	now = now.Add(48 * time.Second)
+	// The next setup, started as the pause ended, is dropped too: the same spell, now 96 s long.
+	now = now.Add(84 * time.Second)
 	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy)
-	assert.Equal(t, now.Add(180*time.Second), gate.PauseUntil(hostA), "window 4 × 60 s")
+	assert.Equal(t, now.Add(ServedMax*3/4), gate.PauseUntil(hostA), "window 8 × 96 s, capped at ServedMax")
 
 	// A quick login (gocql's control connection) ends the spell: a later slow setup that was
 	// in flight is timed from its own start.
 	gate.SetupDone(now.Add(27*time.Second), hostA, Control, 50*time.Millisecond, SetupOK)
 	now = now.Add(37 * time.Second)
 	gate.SetupDone(now, hostA, Pool, 12*time.Second, SetupBusy)
-	assert.Equal(t, now.Add(36*time.Second), gate.PauseUntil(hostA), "window 4 × 12 s")
+	assert.Equal(t, now.Add(72*time.Second), gate.PauseUntil(hostA), "window 8 × 12 s")
 }
 
 // The data path first, for the driver's own control connection too (gocql's: it serves no
@@ -756,8 +756,8 @@ func TestDialGateReturnControlConnectionAfterThePool(t *testing.T) {
 // gocql v2's control connection, admitted as a pool's (PooledControl): it takes the returning
 // host's slot, and its end frees it, but ready, slowly, it does not serve the client, so the
 // pool's first setup waits out an unserved client's pause (from 100 ms, full jitter), not a
-// served one's (ServedHold × its 3 s: 6 s at u = 0). Checked to fail with its end recorded by
-// SetupDone (the pool's setup then waited 6 s).
+// served one's (ServedHold × its 3 s: 12 s at u = 0). Checked to fail with its end recorded by
+// SetupDone (the pool's setup then waited 12 s).
 func TestDialGateReturnPooledControlDoesNotServe(t *testing.T) {
 	gate := New(testConfig, func() float64 { return 0 })
 	now := at(5 * time.Second)
@@ -859,7 +859,7 @@ func TestDialGateReturnOursWaitsForTheDriversFirstSetup(t *testing.T) {
 		"the driver sets the host up: ours does not slip in before its redial (checked to fail with only setups in flight holding ours)")
 	require.Equal(t, VerdictPass, gate.Admit(pauseEnd, hostA, Pool), "the driver's redial")
 	ready = pauseEnd.Add(3 * time.Second)
-	pause := ready.Add(42150 * time.Millisecond) // served, slow since now: window 4 × 14.05 s, u = 0.5: × 0.75
+	pause := ready.Add(84300 * time.Millisecond) // served, slow since now: window 8 × 14.05 s, u = 0.5: × 0.75
 	assert.Equal(t, pause, gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK), "served: ours re-armed at the pause's end")
 	assert.Equal(t, VerdictPass, gate.Admit(pause, hostA, Own))
 
@@ -981,14 +981,14 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 	gate.Done(later, hostB, Pool, true, false) // hostB returning too
 	gate.SetupDone(later, hostA, Pool, 80*time.Millisecond, SetupOK)
 	gate.SetupDone(later, hostB, Pool, 12*time.Second, SetupBusy) // dropped from hostB's queue
-	// Served (at hostA): window max(100 ms, 4 × 12 s) = 48 s, u = 0.5: every setup to hostB
-	// waits 36 s, ours too, past MaxInterval (30 s).
-	assert.Equal(t, later.Add(36*time.Second), gate.PauseUntil(hostB))
-	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB, Pool))
-	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB, Control))
-	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(36*time.Second-time.Millisecond), hostB, Own), "ours waits the served pause too")
-	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB, Own).Allowed())
-	assert.True(t, gate.Admit(later.Add(36*time.Second), hostB, Pool).Allowed())
+	// Served (at hostA): window max(100 ms, 8 × 12 s) = 96 s, u = 0.5: every setup to hostB
+	// waits 72 s, ours too, past MaxInterval (30 s).
+	assert.Equal(t, later.Add(72*time.Second), gate.PauseUntil(hostB))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(72*time.Second-time.Millisecond), hostB, Pool))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(72*time.Second-time.Millisecond), hostB, Control))
+	assert.Equal(t, VerdictSlowDown, gate.Admit(later.Add(72*time.Second-time.Millisecond), hostB, Own), "ours waits the served pause too")
+	assert.True(t, gate.Admit(later.Add(72*time.Second), hostB, Own).Allowed())
+	assert.True(t, gate.Admit(later.Add(72*time.Second), hostB, Pool).Allowed())
 	gate.Observe(later, ConnUp, noAddr)
 	gate.Observe(later.Add(time.Second), ConnDown, noAddr) // a new outage: not served again
 	_, _ = dial(gate, later.Add(time.Second), hostC, false)
@@ -1004,14 +1004,14 @@ func TestDialGateReturnServedAnywhereHoldsTheOtherHosts(t *testing.T) {
 // with no connection: PoolEmpty) is not served there any more: its served pause ends, and its
 // next slow-down signal pauses it as a client not yet served (from 100 ms), not for a
 // multiple of the slow setup. A host the client is not served at keeps its pause. Checked to
-// fail with PoolEmpty a no-op (the pool's setup was refused slow_down for 9 s).
+// fail with PoolEmpty a no-op (the pool's setup was refused slow_down for 18 s).
 func TestDialGatePoolEmptyEndsTheServedPause(t *testing.T) {
 	u := 0.5
 	now := at(5 * time.Second)
 	gate := oursDownReturning(t, &u) // hostA returning, the pool's first setup in flight
 	ready := now.Add(3 * time.Second)
-	gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK) // served, slow: window 4 × 3 s, paused 9 s
-	require.Equal(t, ready.Add(9*time.Second), gate.PauseUntil(hostA))
+	gate.SetupDone(ready, hostA, Pool, 3*time.Second, SetupOK) // served, slow: window 8 × 3 s, paused 18 s
+	require.Equal(t, ready.Add(18*time.Second), gate.PauseUntil(hostA))
 	lost := ready.Add(time.Second)
 	require.Equal(t, VerdictSlowDown, gate.Admit(lost, hostA, Pool), "served: the pool's next setup waits")
 
