@@ -104,7 +104,7 @@ const (
 	// SlowSetup is a setup's duration above which it counts as a slow-down signal.
 	SlowSetup = time.Second
 	// ServedHold: a served client's pause range is this many times as long as the host has
-	// been slow (4 until 2026-12-06: a 300-client fleet's return sent 17 % more logins and
+	// been slow (4 until 2026-12-06: a 300-client fleet's return sent a fifth more logins and
 	// was served later, docs/fleet.md, "Served hold 8").
 	ServedHold = 8
 	// ServedMax bounds a served client's pause range.
