@@ -42,6 +42,21 @@ Native-Transport-Auth-Requests         1       0         57       0             
 const fleetHash12 = "$2a$12$dCOew3KuBv3Ee6jJoIJJhO4pXbVrZp53KUaPD6SPQQ4ZCR4XQiVLa"
 
 // Roles, login counters and the native transport's off and on, on one real node.
+func TestParseStat(t *testing.T) {
+	// A thread of a JVM: the command name has a space and a digit, and a ')' could be in it.
+	comm, cpu := parseStat([]byte("4242 (C2 CompilerThre) S 4200 4200 4200 0 -1 4194368 100 0 0 0 1234 56 0 0 20 0 40 0 100 0 0"))
+	assert.Equal(t, "C2 CompilerThre", comm)
+	assert.Equal(t, 12900*time.Millisecond, cpu, "utime 1234 + stime 56 ticks of 10 ms")
+	comm, cpu = parseStat([]byte("7 (a) b) R 1 2 3 4 5 6 7 8 9 10 300 200 0"))
+	assert.Equal(t, "a) b", comm, "the last ')' ends the name")
+	assert.Equal(t, 5*time.Second, cpu)
+	_, cpu = parseStat([]byte("7 (short) R 1 2"))
+	assert.Zero(t, cpu, "a truncated line counts nothing")
+	comm, cpu = parseStat([]byte("garbage"))
+	assert.Empty(t, comm)
+	assert.Zero(t, cpu)
+}
+
 func TestRealRolesLoginsAndBinary(t *testing.T) {
 	RequireReal(t)
 	c := StartT(t, Config{Nodes: 1, BaseIP: "127.0.0.111", PasswordAuth: true, SuperuserSetupDelay: 500 * time.Millisecond,
@@ -86,4 +101,7 @@ func TestRealRolesLoginsAndBinary(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, at.IsZero())
 	assert.Positive(t, c.Node(0).CPU(), "the JVM's CPU time")
+	jit := c.Node(0).JITCPU()
+	assert.Positive(t, jit, "the JIT compiler threads' CPU time (a JVM that served logins compiled bcrypt)")
+	assert.Less(t, jit, c.Node(0).CPU(), "the compiler threads are part of the JVM")
 }

@@ -291,18 +291,53 @@ func (n *Node) CPU() time.Duration {
 	if err != nil {
 		return 0
 	}
-	i := strings.LastIndexByte(string(raw), ')')
-	if i < 0 {
+	_, cpu := parseStat(raw)
+	return cpu
+}
+
+// JITCPU returns the CPU time (user + system) the node's current JVM's JIT compiler threads
+// (HotSpot's "C1 CompilerThreadN" and "C2 CompilerThreadN") have used, read from
+// /proc/pid/task/*/stat (0 when it is not running). A compiler thread HotSpot has ended
+// since (it adds and removes them with the compile queue) is no longer counted: it is at
+// least the JIT's CPU over a span, not exactly.
+func (n *Node) JITCPU() time.Duration {
+	pid := n.PID()
+	if pid == 0 {
 		return 0
 	}
-	f := strings.Fields(string(raw[i+1:]))
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		raw, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		if comm, cpu := parseStat(raw); strings.HasPrefix(comm, "C1 Compiler") || strings.HasPrefix(comm, "C2 Compiler") {
+			sum += cpu
+		}
+	}
+	return sum
+}
+
+// parseStat returns the command name and the CPU time (utime + stime) of a /proc stat line.
+func parseStat(raw []byte) (comm string, cpu time.Duration) {
+	s := string(raw)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0
+	}
+	f := strings.Fields(s[end+1:])
 	// After the comm: state(0) ... utime(11) stime(12), in clock ticks (100 per second on Linux).
 	if len(f) < 13 {
-		return 0
+		return s[open+1 : end], 0
 	}
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond
+	return s[open+1 : end], time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // RSS returns the JVM's resident memory in bytes (0 when it is not running).

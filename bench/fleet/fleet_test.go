@@ -106,6 +106,8 @@ func TestRealFleetSmoke(t *testing.T) {
 		// A kept setup's login task had ended, or was ending on one of the 4 auth threads.
 		assert.GreaterOrEqual(t, r.AuthTasks, r.Setups.OKAtRead-4, "%s: the auth executor handled every login kept", r.Lane)
 		assert.GreaterOrEqual(t, r.T100, r.T50, r.Lane)
+		assert.Positive(t, r.ServerCPU, r.Lane)
+		assert.Less(t, r.ServerJITCPU, r.ServerCPU, "%s: the JIT's part of the node's CPU", r.Lane)
 		assert.GreaterOrEqual(t, r.ReadyAfterFaultS, 5.0, "%s: the node answered after the 5 s off", r.Lane)
 		assert.True(t, r.hasCanary(), "%s: the canary's steady window", r.Lane)
 		assert.GreaterOrEqual(t, r.CanarySteadyP99Ms, r.CanarySteadyP50Ms, r.Lane)
@@ -433,6 +435,7 @@ func TestTable(t *testing.T) {
 		"no response to connection startup within timeout":    10,
 	}
 	three.NotServingAtFault = 7
+	three.ServerCPU, three.ServerJITCPU = 75.3, 12.06
 	emptyReturn := old
 	emptyReturn.Lane = "cqlcontrol-governed"
 	emptyReturn.setCanary(canaryStats{P50Ms: 0.5, P99Ms: 0.9, Queries: 100}, canaryStats{})
@@ -456,7 +459,7 @@ func TestTable(t *testing.T) {
 	assert.Contains(t, lines[6], "| 5.00 | 9.00 | 10.00 (7 not serving at the fault) | – |", "a fleet not whole at the fault's start says so")
 	assert.Contains(t, lines[6], "| 900 (0) | 0–4 |", "wasted: 4, less the 10 kept during the read")
 	assert.Contains(t, lines[6], "| 700 / 40 / 5 / 10 + 25 |", "the 25 setups the server's queue timed out are timed out, not other failures")
-	assert.True(t, strings.HasSuffix(lines[6], "| 120 / 640 | 0.0 | 0.0 | 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
+	assert.True(t, strings.HasSuffix(lines[6], "| 120 / 640 | 75.3 (12.1) | 0.0 | 42; 1.50 / 3.25 / 7.00 | 0.45 / 1.20 → 0.80 / 15.30 (3 of 120 failed) |"), lines[6])
 }
 
 // The SYN sampler splits its samples at the node answering: the outage is up to the last
@@ -673,6 +676,9 @@ func TestReturnFloor(t *testing.T) {
 	assert.Equal(t, 12, rf.Logins)
 	assert.Equal(t, 3, rf.Failed)
 	assert.Contains(t, rf.line(), "4 at 0.80 s, 12 at 24.00 s, 12 logins in 25 s; logins/s over the first 10 s 1.0, 20 s 0.6, 3 failed")
+	assert.NotContains(t, rf.line(), "CPU", "the node's CPU not read")
+	rf.ServerCPUS, rf.CPUPerLoginMs, rf.JITCPUS = 58, 87, 1.24
+	assert.True(t, strings.HasSuffix(rf.line(), "3 failed; the node's CPU 58.0 s, 87 ms a login (its JIT compiler threads 1.2 s)"), rf.line())
 
 	other := returnFloor(10, []float64{0.1, 0.3, 0.5, 1}, 0, 8, 25*time.Second, []int{1, 4, 12})
 	lines := returnFloorLines(map[string][]ReturnFloor{"12": {rf}, "10": {rf, other}})
@@ -688,6 +694,14 @@ func TestValidReturnFloor(t *testing.T) {
 	assert.ErrorContains(t, validReturnFloor(-1, 8, 1), "0 or more")
 	assert.ErrorContains(t, validReturnFloor(1, 0, 1), "at least 1 client")
 	assert.ErrorContains(t, validReturnFloor(2, 8, 3), "one node")
+}
+
+func TestValidNodeOpts(t *testing.T) {
+	assert.NoError(t, validNodeOpts(nil))
+	assert.NoError(t, validNodeOpts([]string{"-Xlog:jit+compilation=debug:file=/tmp/jit-%p.log:uptime,time", "-XX:CICompilerCount=4"}))
+	assert.ErrorContains(t, validNodeOpts([]string{"Xlog:jit"}), "starting with '-'")
+	assert.ErrorContains(t, validNodeOpts([]string{"-Xmx1g -Xms1g"}), "repeat the flag")
+	assert.ErrorContains(t, validNodeOpts([]string{""}), "starting with '-'")
 }
 
 func TestMergeKeepsReturnFloors(t *testing.T) {

@@ -143,9 +143,11 @@ type ReturnFloor struct {
 	FirstSecondsRate map[string]float64 `json:"first_seconds_logins_per_s"`
 	Logins           int                `json:"logins"`
 	Failed           int                `json:"failed"`
-	// ServerCPUS is the node's CPU seconds over the window (0 when not read), and
-	// CPUPerLoginMs the node's CPU per successful login in milliseconds.
+	// ServerCPUS is the node's CPU seconds over the window (0 when not read), JITCPUS the
+	// part its JIT compiler threads took, and CPUPerLoginMs the node's CPU per successful
+	// login in milliseconds.
 	ServerCPUS    float64 `json:"server_cpu_s,omitempty"`
+	JITCPUS       float64 `json:"server_jit_cpu_s,omitempty"`
 	CPUPerLoginMs float64 `json:"server_cpu_per_login_ms,omitempty"`
 	WindowS       float64 `json:"window_s"`
 	MeasuredUnder string  `json:"measured_under"`
@@ -205,6 +207,9 @@ func (rf ReturnFloor) line() string {
 	fmt.Fprintf(&b, " %d failed", rf.Failed)
 	if rf.ServerCPUS > 0 {
 		fmt.Fprintf(&b, "; the node's CPU %.1f s, %.0f ms a login", rf.ServerCPUS, rf.CPUPerLoginMs)
+		if rf.JITCPUS > 0 {
+			fmt.Fprintf(&b, " (its JIT compiler threads %.1f s)", rf.JITCPUS)
+		}
 	}
 	return b.String()
 }

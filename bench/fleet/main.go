@@ -67,6 +67,7 @@ func main() {
 		retFloor   = flag.Int("return-floor", 0, "measure the return floor instead of running lanes: this many SIGKILL restarts per cost, each followed by 8 clients logging in back to back from the node answering CQL (one node only)")
 		retWindow  = flag.Duration("return-window", time.Minute, "-return-floor: how long after the node answers each sample logs in")
 		retConc    = flag.Int("return-conc", returnFloorConc, "-return-floor: how many clients log in back to back")
+		nodeOpts   []string
 		// The worker's own flags.
 		wHost   = flag.String("host", "", "worker: the nodes' addresses, comma-separated (the clients' contact points)")
 		wPort   = flag.Int("port", 9042, "worker: the native port")
@@ -77,6 +78,10 @@ func main() {
 		waitEv  = flag.Duration("wait-every", 100*time.Millisecond, "a client's query interval while it waits to serve")
 		serveEv = flag.Duration("serve-every", time.Second, "a client's query interval while it serves")
 	)
+	flag.Func("node-opt", "a JVM option appended to every node's command line (repeat the flag for more), e.g. -node-opt=-Xlog:jit+compilation=debug:file=/tmp/jit-%p.log:uptime,time", func(o string) error {
+		nodeOpts = append(nodeOpts, o)
+		return nil
+	})
 	flag.Parse()
 	*chartPath = defaultChartPath(*chartPath, *out)
 	if *worker {
@@ -103,6 +108,9 @@ func main() {
 		return
 	}
 	handleInterrupts(*out)
+	if err := validNodeOpts(nodeOpts); err != nil {
+		fatal(err)
+	}
 	if err := validNodes(*nodes); err != nil {
 		fatal(err)
 	}
@@ -115,7 +123,7 @@ func main() {
 	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
 		rollSettle: *rollSettle, capAfter: *capAfter, oursCap: *oursCap, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv,
-		returnSamples: *retFloor, returnWindow: *retWindow, returnConc: *retConc}
+		returnSamples: *retFloor, returnWindow: *retWindow, returnConc: *retConc, nodeOpts: nodeOpts}
 	for _, k := range split(*ksFlag) {
 		plan.ks = append(plan.ks, atoi(k))
 	}
@@ -193,6 +201,8 @@ type plan struct {
 	returnSamples int
 	returnWindow  time.Duration
 	returnConc    int
+	// nodeOpts are JVM options appended to every node's command line (-node-opt).
+	nodeOpts []string
 }
 
 func (p plan) withDefaults() plan {
@@ -274,6 +284,16 @@ func validReturnFloor(samples, conc, nodes int) error {
 	return nil
 }
 
+// validNodeOpts checks the -node-opt values: each is one JVM option, starting with '-'.
+func validNodeOpts(opts []string) error {
+	for _, o := range opts {
+		if !strings.HasPrefix(o, "-") || strings.ContainsAny(o, " \t\n") {
+			return fmt.Errorf("-node-opt %q: want one JVM option starting with '-' (repeat the flag for more)", o)
+		}
+	}
+	return nil
+}
+
 // returnFloorConc is how many clients log in back to back in a return floor's sample by default:
 // twice the node's 4 auth threads, as the idle floor.
 const returnFloorConc = 8
@@ -297,10 +317,11 @@ func measureReturnFloors(c *realcluster.Cluster, p plan, cost int, res *Results)
 		if err := c.Start(context.Background(), 0); err != nil {
 			return err
 		}
-		cpu0 := serverCPU(c)
+		cpu0, jit0 := serverCPU(c), serverJITCPU(c)
 		oks, failed := measureReturn(c.Node(0).Addr(), user, password, p.returnConc, c.ReadyAt(0), p.returnWindow)
 		rf := returnFloor(cost, oks, failed, p.returnConc, p.returnWindow, ks)
 		rf.ServerCPUS = round2((serverCPU(c) - cpu0).Seconds())
+		rf.JITCPUS = round2((serverJITCPU(c) - jit0).Seconds())
 		if rf.Logins > 0 {
 			rf.CPUPerLoginMs = math.Round(rf.ServerCPUS * 1000 / float64(rf.Logins))
 		}
@@ -457,7 +478,11 @@ type Row struct {
 	FloorServing   float64 `json:"floor_serving_s"`
 	FloorConnected float64 `json:"floor_connected_s"`
 	ServerCPU      float64 `json:"server_cpu_s"`
-	FleetCPU       float64 `json:"fleet_cpu_s"`
+	// ServerJITCPU is the part of ServerCPU the nodes' JIT compiler threads took (at least:
+	// realcluster's Node.JITCPU): a restarted JVM compiles the paths of whatever the fleet
+	// sends it, on the cores its logins need (docs/fleet.md, "Where the node's CPU went").
+	ServerJITCPU float64 `json:"server_jit_cpu_s,omitempty"`
+	FleetCPU     float64 `json:"fleet_cpu_s"`
 	// Window is from the node answering CQL to the count (every client serving, or the cap,
 	// then the tail).
 	Window float64 `json:"window_s"`
@@ -562,9 +587,9 @@ func (r Row) line() string {
 		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
 			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
 	}
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d (%d not serving at the fault)  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d (%d not serving at the fault)  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f (JIT %.1f) fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
 		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.NotServingAtFault, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.FleetCPU,
+		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.ServerJITCPU, r.FleetCPU,
 		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary) + "  ours back T50/T95/T100 " + oursCell(r)
 }
 
@@ -599,6 +624,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			// The fleet's role on every node: a login on a returning node does not wait for
 			// another one that may be down too.
 			AuthReplication: p.nodes,
+			JVMOptions:      p.nodeOpts,
 			Logf:            func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		})
 		if err != nil {
@@ -979,7 +1005,7 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 	// ready, "the node answering CQL", is the last faulted node answering again: until then
 	// the fleet has not got its whole cluster back.
 	r.ReadyAfterFaultS = round2(ready.Sub(down).Seconds())
-	cpu0 := serverCPU(c)
+	cpu0, jit0 := serverCPU(c), serverJITCPU(c)
 	for _, w := range ws {
 		w.send("ready")
 	}
@@ -1020,6 +1046,7 @@ func runFault(c *realcluster.Cluster, syn *syncount.Counter, p plan, ws []*worke
 	}
 	r.Window = round2(time.Since(ready).Seconds())
 	r.ServerCPU = round2((serverCPU(c) - cpu0).Seconds())
+	r.ServerJITCPU = round2((serverJITCPU(c) - jit0).Seconds())
 	for _, w := range ws {
 		w.send("report")
 	}
@@ -1205,6 +1232,15 @@ func serverCPU(c *realcluster.Cluster) time.Duration {
 	var sum time.Duration
 	for _, n := range c.Nodes() {
 		sum += n.CPU()
+	}
+	return sum
+}
+
+// serverJITCPU is the CPU time of every node's current JVM's JIT compiler threads, summed.
+func serverJITCPU(c *realcluster.Cluster) time.Duration {
+	var sum time.Duration
+	for _, n := range c.Nodes() {
+		sum += n.JITCPU()
 	}
 	return sum
 }

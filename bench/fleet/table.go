@@ -40,7 +40,7 @@ func table(rows []Row, floors map[string]Floor) string {
 	}) {
 		fmt.Fprintf(&b, "Floor at bcrypt cost %s: %.1f logins/s.\n", c, floors[c].LoginsPerSec)
 	}
-	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | ours back T50 / T95 / T100 s | setups: ok / refused / other failed / timed out: client + server queue | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
+	b.WriteString("\n| cost | fault | K | procs | lane | T50 s | T95 s | T100 s | ours back T50 / T95 / T100 s | setups: ok / refused / other failed / timed out: client + server queue | governor held back | server logins (auth tasks) | wasted | floor serving / connected s | return logins/s (its serving floor s) | SYNs outage / return | server CPU s (JIT) | fleet CPU s | failed queries; longest gap p50 / p95 / max s | canary p50 / p99 ms steady → return |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	t := secs
 	for _, r := range rows {
@@ -60,11 +60,20 @@ func table(rows []Row, floors map[string]Floor) string {
 		if r.nodes() > 1 {
 			k = fmt.Sprintf("%d (%d nodes)", r.K, r.nodes())
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %d / %d / %d / %d + %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %.1f | %.1f | %s | %s |\n",
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %s | %s | %s | %s | %s | %d / %d / %d / %d + %d | %d | %d (%d) | %s | %.1f / %.1f | %s | %s | %s | %.1f | %s | %s |\n",
 			r.Cost, r.Fault, k, r.Processes, r.Lane, t(r.T50), t(r.T95), t100, oursCell(r), r.Setups.OK, refused, r.Setups.Failed-refused-queued,
-			r.Setups.TimedOut, queued, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, rate, synCell(r), r.ServerCPU, r.FleetCPU, gapCell(r), canaryCell(r))
+			r.Setups.TimedOut, queued, r.Setups.NotSent, r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, rate, synCell(r), cpuCell(r), r.FleetCPU, gapCell(r), canaryCell(r))
 	}
 	return b.String()
+}
+
+// cpuCell is the server's CPU seconds over the return, its JIT compiler threads' part in
+// parentheses when measured (rows before it was measured have none).
+func cpuCell(r Row) string {
+	if r.ServerJITCPU > 0 {
+		return fmt.Sprintf("%.1f (%.1f)", r.ServerCPU, r.ServerJITCPU)
+	}
+	return fmt.Sprintf("%.1f", r.ServerCPU)
 }
 
 // secs is a time in seconds in a cell; "never" for a negative one (never within the cap).
