@@ -41,7 +41,6 @@ Native-Transport-Auth-Requests         1       0         57       0             
 // fleetHash12 is a bcrypt hash of "fleet-pw" at cost 12.
 const fleetHash12 = "$2a$12$dCOew3KuBv3Ee6jJoIJJhO4pXbVrZp53KUaPD6SPQQ4ZCR4XQiVLa"
 
-// Roles, login counters and the native transport's off and on, on one real node.
 func TestParseStat(t *testing.T) {
 	// A thread of a JVM: the command name has a space and a digit, and a ')' could be in it.
 	comm, cpu := parseStat([]byte("4242 (C2 CompilerThre) S 4200 4200 4200 0 -1 4194368 100 0 0 0 1234 56 0 0 20 0 40 0 100 0 0"))
@@ -57,6 +56,7 @@ func TestParseStat(t *testing.T) {
 	assert.Zero(t, cpu)
 }
 
+// Roles, login counters and the native transport's off and on, on one real node.
 func TestRealRolesLoginsAndBinary(t *testing.T) {
 	RequireReal(t)
 	c := StartT(t, Config{Nodes: 1, BaseIP: "127.0.0.111", PasswordAuth: true, SuperuserSetupDelay: 500 * time.Millisecond,

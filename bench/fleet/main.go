@@ -587,9 +587,9 @@ func (r Row) line() string {
 		canary = fmt.Sprintf("  canary p50/p99 steady %.2f/%.2f ms, return %.2f/%.2f ms (%d queries, %d failed)",
 			r.CanarySteadyP50Ms, r.CanarySteadyP99Ms, r.CanaryReturnP50Ms, r.CanaryReturnP99Ms, r.CanaryQueries, r.CanaryErrors)
 	}
-	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d (%d not serving at the fault)  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %.1f (JIT %.1f) fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
+	return fmt.Sprintf("%-20s %-13s K=%-5d cost=%d%s  T50 %6.2f  T95 %6.2f  T100 %6.2f  unserved %d (%d not serving at the fault)  setups %d (ok %d, failed %d, timed out %d)  server logins %d (auth tasks %d)  wasted %s  floors %.1f/%.1f s  return %.1f logins/s (floor %.1f s)  SYNs outage/return %s  cpu server %s fleet %.1f s  query failures %d, gap p50/p95/max %.2f/%.2f/%.2f s%s",
 		r.Lane, r.Fault, r.K, r.Cost, nodes, r.T50, r.T95, r.T100, r.Unserved, r.NotServingAtFault, r.Setups.Started, r.Setups.OK, r.Setups.Failed, r.Setups.TimedOut,
-		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), r.ServerCPU, r.ServerJITCPU, r.FleetCPU,
+		r.ServerLogins, r.AuthTasks, wastedCell(r), r.FloorServing, r.FloorConnected, r.ReturnLoginRate, r.FloorAtReturnRate, synCell(r), cpuCell(r), r.FleetCPU,
 		r.QueryFailures, r.GapP50S, r.GapP95S, r.GapMaxS, canary) + "  ours back T50/T95/T100 " + oursCell(r)
 }
 
@@ -1228,19 +1228,18 @@ func addLogins(a, b realcluster.Logins) realcluster.Logins {
 }
 
 // serverCPU is the CPU time of every node's current JVM, summed.
-func serverCPU(c *realcluster.Cluster) time.Duration {
-	var sum time.Duration
-	for _, n := range c.Nodes() {
-		sum += n.CPU()
-	}
-	return sum
-}
+func serverCPU(c *realcluster.Cluster) time.Duration { return sumNodes(c, (*realcluster.Node).CPU) }
 
 // serverJITCPU is the CPU time of every node's current JVM's JIT compiler threads, summed.
 func serverJITCPU(c *realcluster.Cluster) time.Duration {
+	return sumNodes(c, (*realcluster.Node).JITCPU)
+}
+
+// sumNodes sums f over the cluster's nodes.
+func sumNodes(c *realcluster.Cluster, f func(*realcluster.Node) time.Duration) time.Duration {
 	var sum time.Duration
 	for _, n := range c.Nodes() {
-		sum += n.JITCPU()
+		sum += f(n)
 	}
 	return sum
 }
