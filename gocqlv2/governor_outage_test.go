@@ -99,6 +99,8 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	governed := &countingDialer{}
 	cluster := v2Cluster(sim)
 	cluster.Dialer = governed
+	watch := &controlWatch{}
+	cluster.Logger = watch
 	require.Equal(t, 60*time.Second, cluster.ReconnectInterval)
 	rec := &recoveries{}
 	cc, err := New(cluster, core.Cadence{StableAfter: restartStableAfter},
@@ -108,7 +110,7 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	require.Equal(t, adapter.GovernedReconnectInterval, cluster.ReconnectInterval)
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	bounded.Close(t, "gocql v2 Session.Close (the governed session)", session.Close)
+	closeSettled(t, "gocql v2 Session.Close (the governed session)", session, watch, bounded.CloseWithin)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
@@ -117,9 +119,11 @@ func TestGovernedV2FullOutageAgainstV2Alone(t *testing.T) {
 	alone := &countingDialer{}
 	aloneCluster := v2Cluster(sim)
 	aloneCluster.Dialer = alone
+	aloneWatch := &controlWatch{}
+	aloneCluster.Logger = aloneWatch
 	aloneSession, err := aloneCluster.CreateSession()
 	require.NoError(t, err)
-	bounded.Close(t, "gocql v2 Session.Close (the session alone)", aloneSession.Close)
+	closeSettled(t, "gocql v2 Session.Close (the session alone)", aloneSession, aloneWatch, bounded.CloseWithin)
 
 	everyHostServes(t, session, sim, 10*time.Second)
 	everyHostServes(t, aloneSession, sim, 10*time.Second)

@@ -2,7 +2,6 @@ package gocqlv2
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -34,14 +33,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(realcluster.EnvReal) != "" {
 		grace += realNodeUpSleeps
 	}
-	code := m.Run()
-	if code == 0 {
-		if err := leakcheck.Wait(grace); err != nil {
-			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running %v after the tests: %v\n", grace, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	leakcheck.VerifyTestMainWithin(m, grace, nil)
 }
 
 // startCluster starts a simulated cluster that the test closes at its end.
@@ -62,19 +54,30 @@ func attach(t *testing.T, cluster *gocql.ClusterConfig, cad core.Cadence, opts .
 	return cc
 }
 
-// attachSession is attach, returning the session too. The governor is off unless opts
+// attachSession is attach, returning the session too. Unless the test set cluster.Logger, the
+// session's cleanup waits for v2's control connection to settle before it closes the session
+// (closeSettled). The governor is off unless opts
 // configure it: these tests hold the ungoverned contracts they were written for (governed, ours
 // waits for the budget's next real dial, 1.2 s ±10 %, so a 1-3 s restart came back in 1.57 s in
 // CI, above restartBackWithin); the governed v2 client has its own tests (governor_*_test.go).
 func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad core.Cadence, opts ...core.Option) (*core.ControlConnection, *gocql.Session) {
 	t.Helper()
 	opts = append([]core.Option{core.WithDialGovernor(core.Governor{Off: true})}, opts...)
+	var watch *controlWatch
+	if cluster.Logger == nil {
+		watch = &controlWatch{}
+		cluster.Logger = watch
+	}
 	cc, err := New(cluster, cad, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	bounded.Close(t, "gocql v2 Session.Close", session.Close)
+	if watch != nil {
+		closeSettled(t, "gocql v2 Session.Close", session, watch, bounded.CloseWithin)
+	} else {
+		bounded.Close(t, "gocql v2 Session.Close", session.Close)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))

@@ -73,12 +73,14 @@ func TestRealV2FullRestart(t *testing.T) {
 	cluster := gocql.NewCluster(c.Hosts()...)
 	cluster.Port = c.Port()
 	cluster.Dialer = sniff
+	watch := &controlWatch{}
+	cluster.Logger = watch
 	cc, err := New(cluster, core.Cadence{StableAfter: 500 * time.Millisecond}, core.WithDialGovernor(core.Governor{}))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, cc.Close()) }()
 	session, err := cluster.CreateSession()
 	require.NoError(t, err)
-	defer realCloseWithin(t, session, 20*time.Second)
+	closeSettled(t, "gocql v2 Session.Close", session, watch, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, cc.Start(ctx))
@@ -202,17 +204,4 @@ func latestOf(m map[string]time.Time) time.Time {
 		}
 	}
 	return l
-}
-
-// realCloseWithin closes s, failing the test (instead of hanging it) if gocql v2's Close does not
-// return within d.
-func realCloseWithin(t *testing.T, s *gocql.Session, d time.Duration) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Errorf("gocql v2 Session.Close did not return within %v", d)
-	}
 }

@@ -40,6 +40,8 @@ func startV2TLSProcess(t *testing.T, c *realcluster.Cluster, client realcluster.
 	cluster := gocql.NewCluster(c.Hosts()...)
 	cluster.Port = c.Port()
 	cluster.Dialer = pr.dials
+	watch := &controlWatch{}
+	cluster.Logger = watch
 	// Mutual TLS, host name verification on: each node's IP must be an IP SAN of its certificate.
 	cluster.SslOpts = &gocql.SslOptions{CaPath: c.TLS().PKI.CAFile, CertPath: client.CertFile, KeyPath: client.KeyFile, EnableHostVerification: true}
 	cad := core.Cadence{StableAfter: 500 * time.Millisecond}
@@ -56,7 +58,7 @@ func startV2TLSProcess(t *testing.T, c *realcluster.Cluster, client realcluster.
 	t.Cleanup(func() { require.NoError(t, pr.cc.Close()) })
 	pr.session, err = cluster.CreateSession()
 	require.NoError(t, err, "%s: CreateSession", pr.name)
-	t.Cleanup(func() { realCloseWithin(t, pr.session, 20*time.Second) })
+	closeSettled(t, "gocql v2 Session.Close ("+pr.name+")", pr.session, watch, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, pr.cc.Start(ctx), "%s: Start", pr.name)

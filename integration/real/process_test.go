@@ -43,22 +43,11 @@ var (
 const leakGrace = 3*10*time.Second + leakcheck.Grace
 
 func TestMain(m *testing.M) {
-	code := 0
-	func() {
-		defer func() {
-			if shared != nil {
-				_ = shared.Close()
-			}
-		}()
-		code = m.Run()
-	}()
-	if code == 0 {
-		if err := leakcheck.Wait(leakGrace); err != nil {
-			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running %v after the tests: %v\n", leakGrace, err)
-			code = 1
+	leakcheck.VerifyTestMainWithin(m, leakGrace, func() {
+		if shared != nil {
+			_ = shared.Close()
 		}
-	}
-	os.Exit(code)
+	})
 }
 
 // cassandra returns the package's 3-node Cassandra cluster, started on first use and left with

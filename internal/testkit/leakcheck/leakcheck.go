@@ -24,10 +24,20 @@ const Grace = 6 * time.Second
 // VerifyTestMain runs m and exits with its status, or with 1 if a goroutine other than those opts
 // ignore is still running Grace after the tests passed.
 func VerifyTestMain(m *testing.M, opts ...goleak.Option) {
+	VerifyTestMainWithin(m, Grace, nil, opts...)
+}
+
+// VerifyTestMainWithin is VerifyTestMain with a grace of the package's own, for tests whose
+// upstream goroutines are known to outlive Grace. after, when not nil, runs once the tests have
+// run and before the wait: it closes what the package's tests shared.
+func VerifyTestMainWithin(m *testing.M, grace time.Duration, after func(), opts ...goleak.Option) {
 	code := m.Run()
+	if after != nil {
+		after()
+	}
 	if code == 0 {
-		if err := Wait(Grace, opts...); err != nil {
-			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running %v after the tests: %v\n", Grace, err)
+		if err := Wait(grace, opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "leakcheck: goroutines still running %v after the tests: %v\n", grace, err)
 			code = 1
 		}
 	}
