@@ -54,12 +54,12 @@ func attach(t *testing.T, cluster *gocql.ClusterConfig, cad core.Cadence, opts .
 	return cc
 }
 
-// attachSession is attach, returning the session too. Unless the test set cluster.Logger, the
-// session's cleanup waits for v2's control connection to settle before it closes the session
-// (closeSettled). The governor is off unless opts
+// attachSession is attach, returning the session too. The governor is off unless opts
 // configure it: these tests hold the ungoverned contracts they were written for (governed, ours
 // waits for the budget's next real dial, 1.2 s ±10 %, so a 1-3 s restart came back in 1.57 s in
 // CI, above restartBackWithin); the governed v2 client has its own tests (governor_*_test.go).
+// Unless the test set cluster.Logger, the session's cleanup waits for v2's control connection
+// to settle before it closes the session (closeSettled).
 func attachSession(t *testing.T, cluster *gocql.ClusterConfig, cad core.Cadence, opts ...core.Option) (*core.ControlConnection, *gocql.Session) {
 	t.Helper()
 	opts = append([]core.Option{core.WithDialGovernor(core.Governor{Off: true})}, opts...)
