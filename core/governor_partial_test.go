@@ -22,12 +22,16 @@ type partialNet struct {
 	back      string // "ip:port" of the host that comes back
 	ready     time.Time
 	dials     atomic.Int64
+	outage    atomic.Int64 // dials before ready
 	mu        sync.Mutex
 	firstConn time.Time // the first dial that connected to back
 }
 
 func (n *partialNet) DialHost(_ context.Context, h *gocql.HostInfo) (*gocql.DialedHost, error) {
 	n.dials.Add(1)
+	if time.Now().Before(n.ready) {
+		n.outage.Add(1)
+	}
 	a, _ := hostAddrPort(h)
 	if a.String() != n.back || time.Now().Before(n.ready) {
 		return nil, errRefusedSim
@@ -43,12 +47,13 @@ func (n *partialNet) DialHost(_ context.Context, h *gocql.HostInfo) (*gocql.Dial
 type partialResult struct {
 	found, oursBack, poolBack time.Duration // after the host was ready
 	dials                     int64         // real dials from the stop until ours was back
+	outageDials               int64         // real dials from the stop until the host was ready
 }
 
 // simulatePartialReturn is simulateOutage's clients (gocql's control connection sweeping every
 // host each second, gocql's pools on their reconnect tick, ours on the blind schedule re-armed by
-// evidence), all governed, when after a full outage only host back of nodes returns.
-func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time.Duration) partialResult {
+// evidence), all governed by g, when after a full outage only host back of nodes returns.
+func simulatePartialReturn(t *testing.T, g Governor, nodes, back int, outage, poolPhase time.Duration) partialResult {
 	t.Helper()
 	start := time.Now()
 	hosts := make([]*gocql.HostInfo, nodes)
@@ -58,7 +63,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 		hosts[i] = h
 	}
 	net := &partialNet{back: fmt.Sprintf("127.0.0.%d:9042", back+1), ready: start.Add(outage)}
-	gov, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
+	gov, err := newDialGovernor(g, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
 	evidence := make(chan struct{}, 1)
 	m := gov.join(func(string) {
@@ -116,7 +121,7 @@ func simulatePartialReturn(t *testing.T, nodes, back int, outage, poolPhase time
 		}
 	})
 	wg.Wait()
-	return partialResult{found: net.firstConn.Sub(net.ready), oursBack: oursBack.Sub(net.ready), poolBack: poolBack.Sub(net.ready), dials: dialsAtBack}
+	return partialResult{found: net.firstConn.Sub(net.ready), oursBack: oursBack.Sub(net.ready), poolBack: poolBack.Sub(net.ready), dials: dialsAtBack, outageDials: net.outage.Load()}
 }
 
 // One node of five back after a 60 s full outage (issue 18, defect 4), each node in turn, six
@@ -135,7 +140,7 @@ func TestGovernorPartialReturnVirtualTime(t *testing.T) {
 		for k := range 6 {
 			synctest.Test(t, func(t *testing.T) {
 				outage := 60*time.Second + time.Duration(k)*277*time.Millisecond
-				r := simulatePartialReturn(t, 5, back, outage, time.Duration(k*97)*time.Millisecond)
+				r := simulatePartialReturn(t, Governor{}, 5, back, outage, time.Duration(k*97)*time.Millisecond)
 				after := max(r.oursBack, r.poolBack) - r.found
 				assert.LessOrEqual(t, after, 2500*time.Millisecond, "node %d, %v: ours and its data path after it answered", back, outage)
 				assert.LessOrEqual(t, r.found, 5*interval+time.Second, "node %d, %v: found within the rotation", back, outage)

@@ -42,10 +42,10 @@ func TestGovernedRowPinned(t *testing.T) {
 		outage time.Duration
 		pin    pin
 	}{
-		{3, 20 * time.Second, pin{20.3, 1.91, 1.33, 2.28, 141.5, 27}},
-		{3, time.Minute, pin{47.0, 1.67, 1.33, 2.35, 396.7, 60}},
-		{3, time.Hour, pin{269.2, 29.55, 15.63, 29.98, 21935.8, 290}},
-		{7, 20 * time.Second, pin{32.6, 1.06, 1.20, 2.24, 299.0, 45}},
+		{3, 20 * time.Second, pin{20.4, 1.94, 1.33, 2.35, 141.5, 27}},
+		{3, time.Minute, pin{47.1, 1.76, 1.35, 2.33, 396.7, 60}},
+		{3, time.Hour, pin{269.7, 27.57, 14.13, 27.89, 21935.8, 290}},
+		{7, 20 * time.Second, pin{33.0, 1.06, 1.20, 2.21, 299.0, 45}},
 	} {
 		row := governedFixed(t, c.nodes, c.outage)[0]
 		g, p := row.Governed, c.pin
