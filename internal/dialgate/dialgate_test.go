@@ -215,6 +215,35 @@ func TestDialGateBudgetRotatesOverHosts(t *testing.T) {
 	}
 }
 
+// The budget keeps its interval when the driver asks on a 100 ms tick (gocql's governed
+// ReconnectInterval): 7 hosts divide the default's 1.2 s to 514 ms, and 20 s of the outage's
+// first minute hold 20 s / 514 ms ≈ 39 real dials. Checked to fail while the next slot was timed
+// from when a driver took the last one: 34, one per 600 ms. A lull longer than a tick is not
+// made up: nobody asking for 5 s, then a tick, gives one slot, not a burst.
+func TestDialGateBudgetKeepsItsIntervalOnADriversTick(t *testing.T) {
+	gate := newGate(t)
+	gate.Observe(t0, ConnDown, noAddr)
+	hosts := make([]netip.AddrPort, 7)
+	for i := range hosts {
+		hosts[i] = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)}), 9042)
+	}
+	sweep := func(now time.Time) (real int) {
+		for _, h := range hosts {
+			if v, _ := dial(gate, now, h, false); v.Allowed() {
+				real++
+			}
+		}
+		return real
+	}
+	real := 0
+	for now := t0; now.Before(at(20 * time.Second)); now = now.Add(100 * time.Millisecond) {
+		real += sweep(now)
+	}
+	assert.InDelta(t, 39, real, 1, "real dials in 20 s at a 514 ms interval")
+	assert.Equal(t, 1, sweep(at(25*time.Second)), "after a 5 s lull, one slot")
+	assert.Equal(t, 0, sweep(at(25*time.Second+100*time.Millisecond)), "and the next one interval later")
+}
+
 // A governed dial that connects while our connection is down and the cluster unreachable as
 // far as we know is evidence, and it proves the cluster reachable: that host and every host
 // not known down pass from then on (none is starved), and their dials that connect are no
