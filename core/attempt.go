@@ -41,7 +41,7 @@ func (cc *ControlConnection) attempt(ctx context.Context, a reconnect.Attempt, v
 	tail := func(ctx context.Context) []Endpoint {
 		rctx, cancel := context.WithTimeout(ctx, cc.cad.ConnectTimeout)
 		defer cancel()
-		contacts, err := plan.ResolveContactPoints(rctx, cc.cfg.ContactPoints, cc.cfg.Port, cc.resolver)
+		contacts, err := plan.ResolveContactPoints(rctx, cc.cfg.ContactPoints, cc.cfg.Port, nil)
 		if err != nil {
 			cc.log.Warn("contact point lookup failed", "err", err)
 		}

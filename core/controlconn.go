@@ -83,7 +83,6 @@ type ControlConnection struct {
 	rec       *reconnect.Recovery  // owned by run (by Close if run never started)
 	newDials  func() *plan.Planner // the record of our dials each run starts with (owner.hosts.dials)
 	store     *metadata.Store
-	resolver  plan.Resolver
 	reconnObs reconnect.Observer                // the Recovery's observer (ReconnectNow reports to it too)
 	queue     *hostevents.Queue                 // nil: no host events
 	ownQueue  bool                              // created by New: closed by Close
@@ -183,7 +182,6 @@ func build(cfg config, o options) (*ControlConnection, error) {
 		log:         o.logger,
 		obs:         obs,
 		store:       metadata.NewStore(nil),
-		resolver:    o.resolver,
 		queue:       o.queue,
 		cfgCheck:    o.configCheck,
 		refreshReqs: make(chan chan error),

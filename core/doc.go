@@ -54,8 +54,8 @@
 // ServerError are aliases of cqlconn's types. The dial governor's decision core
 // (internal/dialgate) is not part of it either: Governor configures it, GovernorStats counts its
 // decisions. New takes an adapter's Driver (controlconn/adapter). What only this module's own
-// code uses (a ControlConnection that calls no hook of its driver, a chosen host-event queue,
-// resolver or random source) is in internal/ccopt.
+// code uses (a ControlConnection that calls no hook of its driver, a chosen host-event queue
+// or random source) is in internal/ccopt.
 //
 //	Cadence: ConnectTimeout DelayCap HeartbeatInterval HeartbeatTimeout LocalDC
 //		MetadataRefreshInterval MinReArmInterval Policy RequestTimeout StableAfter StaggerDelay

@@ -5,7 +5,6 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
-	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -16,7 +15,6 @@ type options struct {
 	logger      *slog.Logger
 	observer    *Observer // nil: none
 	reconnObs   reconnect.Observer
-	resolver    plan.Resolver
 	queue       *hostevents.Queue
 	queueConfig *hostevents.QueueConfig // nil unless WithQueueConfig
 	queueOwned  bool                    // queue was created by New from queueConfig
@@ -61,9 +59,6 @@ func parseOptions(opts []Option) options {
 	return o
 }
 
-// withResolver replaces the DNS lookup of contact-point names (net.DefaultResolver).
-func withResolver(r plan.Resolver) Option { return func(o *options) { o.resolver = r } }
-
 // withHostEvents makes the ControlConnection consume q's batches as re-arm evidence and record
 // the events of its own connection on q (Source "control", Queue.Record). New creates and
 // installs a queue unless one is given; newWithConfig uses none unless one is given. The
@@ -79,6 +74,5 @@ func init() {
 		WithRand:       func(f func() float64) any { return withRand(f) },
 		Bare:           func() any { return Option(func(o *options) { o.bare = true }) },
 		WithHostEvents: func(q *hostevents.Queue) any { return withHostEvents(q) },
-		WithResolver:   func(r plan.Resolver) any { return withResolver(r) },
 	})
 }

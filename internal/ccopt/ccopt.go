@@ -18,7 +18,6 @@ import (
 	"fmt"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
-	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 )
 
 // Hooks are core's constructors of its internal options, each returning a
@@ -27,7 +26,6 @@ type Hooks struct {
 	WithRand       func(f func() float64) any
 	Bare           func() any
 	WithHostEvents func(q *hostevents.Queue) any
-	WithResolver   func(r plan.Resolver) any
 }
 
 // Set by core's init.
@@ -65,7 +63,3 @@ func Bare[O any]() O { return as[O]("Bare", hooks.Bare()) }
 func WithHostEvents[O any](q *hostevents.Queue) O {
 	return as[O]("WithHostEvents", hooks.WithHostEvents(q))
 }
-
-// WithResolver returns the option O that replaces the DNS lookup of contact-point names
-// (net.DefaultResolver).
-func WithResolver[O any](r plan.Resolver) O { return as[O]("WithResolver", hooks.WithResolver(r)) }
