@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn/adapter"
+	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
 	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 
 	"github.com/gocql/gocql"
@@ -325,3 +326,10 @@ func (d *ownHostDialer) DialHost(ctx context.Context, h *gocql.HostInfo) (*gocql
 
 // hostAddrPort is the address gocql dials for h.
 func hostAddrPort(h *gocql.HostInfo) (netip.AddrPort, bool) { return adapter.HostAddr(h) }
+
+// The budget times a slot taken up to dialgate.AskTick late from its opening, because the
+// governed driver asks for its down hosts every governedReconnectInterval (gocql v1's
+// ReconnectInterval under the governor, and v2's): the two must stay the same tick.
+func TestBudgetCatchUpIsTheGovernedTick(t *testing.T) {
+	assert.Equal(t, governedReconnectInterval, dialgate.AskTick)
+}

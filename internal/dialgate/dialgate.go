@@ -116,10 +116,10 @@ const (
 	// DueHold: how long past its opening a budget slot waits for the host due longest
 	// (gocql's governed tick asks for every down host each 100 ms); then any host due takes it.
 	DueHold = 250 * time.Millisecond
-	// askTick: how often a governed driver asks for its down hosts (gocql's governed
+	// AskTick: how often a governed driver asks for its down hosts (gocql's governed
 	// ReconnectInterval); a budget slot taken up to this late still times the next from its
 	// opening.
-	askTick = 100 * time.Millisecond
+	AskTick = 100 * time.Millisecond
 	// minWindow is the first pause range after a slow-down signal.
 	minWindow = 100 * time.Millisecond
 	// spellGap: a slow setup that started this long after the host's pause ended begins a new
@@ -406,7 +406,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 			step, d.phased = time.Duration(float64(interval)*d.rand()), true
 		}
 		step = min(step, d.cfg.MaxInterval)
-		if late := now.Sub(d.nextReal); late <= askTick && late < step {
+		if late := now.Sub(d.nextReal); late <= AskTick && late < step {
 			// Timed from the slot's opening: a driver asking on its tick takes a slot up to a
 			// tick late, and slots timed from then would come whole ticks apart (an interval of
 			// 514 ms, 1.2 s on 7 hosts, every 600 ms). A lull longer than a tick is not made up.
