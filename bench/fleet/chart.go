@@ -48,7 +48,7 @@ func readResults(path string) (*Results, error) {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if len(res.Rows) == 0 && len(res.ReturnFloors) == 0 {
+	if len(res.Rows) == 0 && len(res.ReturnFloors) == 0 && len(res.LoginLoads) == 0 {
 		return nil, fmt.Errorf("%s has no rows", path)
 	}
 	return &res, nil

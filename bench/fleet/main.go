@@ -67,6 +67,10 @@ func main() {
 		retFloor   = flag.Int("return-floor", 0, "measure the return floor instead of running lanes: this many SIGKILL restarts per cost, each followed by 8 clients logging in back to back from the node answering CQL (one node only)")
 		retWindow  = flag.Duration("return-window", time.Minute, "-return-floor: how long after the node answers each sample logs in")
 		retConc    = flag.Int("return-conc", returnFloorConc, "-return-floor: how many clients log in back to back")
+		loadFlag   = flag.String("login-load", "", "measure the login load instead of running lanes: the canary alone, then beside logins paced at each of these shares of the idle floor, comma-separated (e.g. 0.5,0.77,1; one node only)")
+		loadWindow = flag.Duration("load-window", 20*time.Second, "-login-load: the canary's steady windows (before and after), and each share's")
+		loadWarm   = flag.Duration("load-warm", time.Minute, "-login-load: how long the canary queries before its steady window")
+		loadQPS    = flag.Int("load-qps", 0, "-login-load: queries a second of one more session beside the canary throughout (as a fleet's served clients query: 300 for K = 300); 0 for none")
 		nodeOpts   []string
 		// The worker's own flags.
 		wHost   = flag.String("host", "", "worker: the nodes' addresses, comma-separated (the clients' contact points)")
@@ -99,6 +103,7 @@ func main() {
 		if *tableOnly {
 			fmt.Println(table(res.Rows, res.Floors))
 			fmt.Print(returnFloorLines(res.ReturnFloors))
+			fmt.Print(loginLoadLines(res.LoginLoads))
 		}
 		if *chartOnly {
 			if err := writeFleetChart(res, *chartPath); err != nil {
@@ -115,15 +120,26 @@ func main() {
 		fatal(err)
 	}
 	if err := validDurations(map[string]time.Duration{"cap": *capAfter, "ours-cap": *oursCap, "binary-off": *binaryOff,
-		"roll-settle": *rollSettle, "tail": *tail, "wait-every": *waitEv, "serve-every": *serveEv, "return-window": *retWindow}); err != nil {
+		"roll-settle": *rollSettle, "tail": *tail, "wait-every": *waitEv, "serve-every": *serveEv, "return-window": *retWindow,
+		"load-window": *loadWindow, "load-warm": *loadWarm}); err != nil {
 		fatal(err)
 	}
 	if err := validReturnFloor(*retFloor, *retConc, *nodes); err != nil {
 		fatal(err)
 	}
+	shares, err := parseShares(*loadFlag)
+	if err == nil {
+		err = validLoginLoad(shares, *nodes, *retFloor)
+	}
+	if err == nil && (*loadQPS < 0 || *loadQPS > 10000) {
+		err = fmt.Errorf("-load-qps %d: want 0 to 10000 queries a second", *loadQPS)
+	}
+	if err != nil {
+		fatal(err)
+	}
 	plan := plan{tail: *tail, lanes: split(*laneFlag), faults: split(*faultsFlag), perProc: *perProc, binaryOff: *binaryOff,
 		rollSettle: *rollSettle, capAfter: *capAfter, oursCap: *oursCap, ip: *baseIP, nodes: *nodes, waitEvery: *waitEv, serveEvery: *serveEv,
-		returnSamples: *retFloor, returnWindow: *retWindow, returnConc: *retConc, nodeOpts: nodeOpts}
+		returnSamples: *retFloor, returnWindow: *retWindow, returnConc: *retConc, nodeOpts: nodeOpts, loadShares: shares, loadWindow: *loadWindow, loadWarm: *loadWarm, loadQPS: *loadQPS}
 	for _, k := range split(*ksFlag) {
 		plan.ks = append(plan.ks, atoi(k))
 	}
@@ -147,6 +163,7 @@ func main() {
 		part.Rows = slices.Clone(so.Rows)
 		part.Floors = maps.Clone(so.Floors)
 		part.ReturnFloors = maps.Clone(so.ReturnFloors)
+		part.LoginLoads = maps.Clone(so.LoginLoads)
 		if err := merge(*out, &part); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet:", err)
 		}
@@ -170,6 +187,7 @@ func main() {
 	}
 	fmt.Println(table(res.Rows, res.Floors))
 	fmt.Print(returnFloorLines(res.ReturnFloors))
+	fmt.Print(loginLoadLines(res.LoginLoads))
 	awaitInterrupt()
 }
 
@@ -203,6 +221,15 @@ type plan struct {
 	returnConc    int
 	// nodeOpts are JVM options appended to every node's command line (-node-opt).
 	nodeOpts []string
+	// loadShares, when set, makes the run measure the login load (LoginLoad) at each share of
+	// the idle floor instead of running lanes; loadWindow is the canary's steady window and
+	// each share's.
+	loadShares []float64
+	loadWindow time.Duration
+	// loadWarm is how long the canary queries before its steady window; loadQPS the queries a
+	// second of another session beside it throughout (0: none).
+	loadWarm time.Duration
+	loadQPS  int
 }
 
 func (p plan) withDefaults() plan {
@@ -247,6 +274,12 @@ func (p plan) withDefaults() plan {
 	}
 	if p.returnConc == 0 {
 		p.returnConc = returnFloorConc
+	}
+	if p.loadWindow == 0 {
+		p.loadWindow = 20 * time.Second
+	}
+	if p.loadWarm == 0 {
+		p.loadWarm = time.Minute
 	}
 	if p.canaryEvery == 0 {
 		p.canaryEvery = canaryEvery
@@ -430,8 +463,10 @@ type Results struct {
 	Floors    map[string]Floor `json:"floors"` // by bcrypt cost
 	// ReturnFloors is by bcrypt cost: the samples of the latest -return-floor run at that cost.
 	ReturnFloors map[string][]ReturnFloor `json:"return_floors,omitempty"`
-	Rows         []Row                    `json:"rows"`
-	Notes        map[string]string        `json:"notes,omitempty"`
+	// LoginLoads is by bcrypt cost: the shares of the latest -login-load run at that cost.
+	LoginLoads map[string][]LoginLoad `json:"login_loads,omitempty"`
+	Rows       []Row                  `json:"rows"`
+	Notes      map[string]string      `json:"notes,omitempty"`
 }
 
 // Floor is the node's login throughput with the fleet's role.
@@ -607,7 +642,7 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 		}
 		p.java = &j
 	}
-	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}, ReturnFloors: map[string][]ReturnFloor{}}
+	res := &Results{Machine: machine.Describe(), Floors: map[string]Floor{}, ReturnFloors: map[string][]ReturnFloor{}, LoginLoads: map[string][]LoginLoad{}}
 	for _, cost := range p.costs {
 		hash, err := bcrypt.GenerateFromPassword([]byte(password), cost)
 		if err != nil {
@@ -651,6 +686,9 @@ func run(p plan, each func(Row, *Results)) (*Results, error) {
 			fmt.Fprintf(os.Stderr, "floor at bcrypt cost %d: %.1f logins/s\n", cost, floor)
 			if p.returnSamples > 0 {
 				return measureReturnFloors(c, p, cost, res)
+			}
+			if len(p.loadShares) > 0 {
+				return measureLoginLoads(c, p, cost, floor, res)
 			}
 			for _, k := range p.ks {
 				for _, l := range p.lanes {
@@ -1294,6 +1332,14 @@ func merge(path string, res *Results) error {
 	for c, f := range old.ReturnFloors {
 		if _, ok := res.ReturnFloors[c]; !ok {
 			res.ReturnFloors[c] = f
+		}
+	}
+	if res.LoginLoads == nil {
+		res.LoginLoads = map[string][]LoginLoad{}
+	}
+	for c, l := range old.LoginLoads {
+		if _, ok := res.LoginLoads[c]; !ok {
+			res.LoginLoads[c] = l
 		}
 	}
 	raw, err := json.MarshalIndent(res, "", "  ")
