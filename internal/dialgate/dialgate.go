@@ -1,6 +1,7 @@
 package dialgate
 
 import (
+	"cmp"
 	"fmt"
 	randv2 "math/rand/v2"
 	"net/netip"
@@ -257,8 +258,7 @@ func (d *DialGate) connUp(now time.Time) {
 			h.failures, h.next = max(h.failures, 1), now.Add(d.cfg.HostBackoff)
 		case !h.down:
 		case h.announced:
-			h.verify = true
-			h.next = now
+			h.verify, h.next = true, now
 		default:
 			h.failures = 0
 			if h.next.After(now) {
@@ -289,8 +289,7 @@ func (d *DialGate) markUp(h *gateHost, now time.Time, inflight int) (fresh bool)
 		h.startReturn(now, inflight)
 	}
 	fresh = h.accepted != d.epoch
-	h.down, h.announced, h.suspect, h.verify, h.failures, h.next = false, false, false, false, 0, time.Time{}
-	h.accepted = d.epoch
+	h.down, h.announced, h.suspect, h.verify, h.failures, h.next, h.accepted = false, false, false, false, 0, time.Time{}, d.epoch
 	return fresh
 }
 
@@ -349,9 +348,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 	if (d.up || d.reachable) && (h == nil || (!h.down && h.limit == 0)) {
 		return VerdictPass // the hot path: one map lookup
 	}
-	if h == nil {
-		h = d.host(addr)
-	}
+	h = d.host(addr)
 	returning := !h.down && h.limit > 0
 	if !own {
 		h.asked, h.askedAt = d.epoch, now
@@ -481,10 +478,7 @@ func (d *DialGate) auxReturning(h *gateHost, now time.Time, own bool) Verdict {
 // attempt refused here, spending the re-arm rate limit the real attempt needs.
 func (d *DialGate) DefersOurs(now time.Time, addr netip.AddrPort) bool {
 	h := d.hosts[addr]
-	if d.up || h == nil || h.down || h.limit == 0 {
-		return false
-	}
-	return !d.auxReturning(h, now, true).Allowed()
+	return !d.up && h != nil && !h.down && h.limit > 0 && !d.auxReturning(h, now, true).Allowed()
 }
 
 // startReturn limits h, a host coming back, to one setup in flight, inflight of which run.
@@ -529,10 +523,9 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		h.ownSlot, h.setups = false, max(0, h.setups-1)
 		kind = Control // its signals pause the host as the driver's do
 	}
-	if h == nil && outcome == SetupBusy {
-		h = d.host(addr)
-	}
-	if h == nil {
+	if outcome == SetupBusy {
+		h = d.host(addr) // a busy server slows its setups down even with no record of it yet
+	} else if h == nil {
 		return time.Time{}
 	}
 	if kind != Control {
@@ -540,9 +533,7 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 	}
 	switch {
 	case outcome == SetupFailed:
-		if kind != Control {
-			h.booked = false // refused or reset: no place in the server's line to keep
-		}
+		h.booked = h.booked && kind == Control // a setup refused or reset keeps no place in the server's line
 	case outcome == SetupOK && took < SlowSetup:
 		h.slowAt = time.Time{} // a quick login ends the host's slow spell
 		if kind == Control {
@@ -562,11 +553,7 @@ func (d *DialGate) SetupDone(now time.Time, addr netip.AddrPort, kind Kind, took
 		}
 		h.served = h.served || outcome == SetupOK && kind == Pool
 		d.served = d.served || h.served
-		if h.limit == 0 {
-			h.limit = OpenLimit / 2
-		} else {
-			h.limit = max(1, h.limit/2)
-		}
+		h.limit = max(1, cmp.Or(h.limit, OpenLimit)/2) // halved; an open host (0) counts as OpenLimit
 		if d.served {
 			h.window = min(ServedMax, max(minWindow, ServedHold*now.Sub(h.slowAt)))
 			h.pause = now.Add(time.Duration(float64(h.window) * (1 + d.rand()) / 2))
