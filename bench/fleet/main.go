@@ -68,8 +68,8 @@ func main() {
 		retWindow  = flag.Duration("return-window", time.Minute, "-return-floor: how long after the node answers each sample logs in")
 		retConc    = flag.Int("return-conc", returnFloorConc, "-return-floor: how many clients log in back to back")
 		loadFlag   = flag.String("login-load", "", "measure the login load instead of running lanes: the canary alone, then beside logins paced at each of these shares of the idle floor, comma-separated (e.g. 0.5,0.77,1; one node only)")
-		loadWindow = flag.Duration("load-window", 20*time.Second, "-login-load: the canary's steady windows (before and after), and each share's")
-		loadWarm   = flag.Duration("load-warm", time.Minute, "-login-load: how long the canary queries before its steady window")
+		loadWindow = flag.Duration("load-window", 40*time.Second, "-login-load: the canary's steady windows (before and after), and each share's")
+		loadWarm   = flag.Duration("load-warm", 2*time.Minute, "-login-load: how long the canary queries before its steady window")
 		loadQPS    = flag.Int("load-qps", 0, "-login-load: queries a second of one more session beside the canary throughout (as a fleet's served clients query: 300 for K = 300); 0 for none")
 		nodeOpts   []string
 		// The worker's own flags.
@@ -276,10 +276,10 @@ func (p plan) withDefaults() plan {
 		p.returnConc = returnFloorConc
 	}
 	if p.loadWindow == 0 {
-		p.loadWindow = 20 * time.Second
+		p.loadWindow = 40 * time.Second
 	}
 	if p.loadWarm == 0 {
-		p.loadWarm = time.Minute
+		p.loadWarm = 2 * time.Minute
 	}
 	if p.canaryEvery == 0 {
 		p.canaryEvery = canaryEvery
