@@ -1,0 +1,5 @@
+//go:build race
+
+package leakcheck
+
+const raceEnabled = true
