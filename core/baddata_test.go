@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"testing/synctest"
 
 	"github.com/datastax/go-cassandra-native-protocol/datatype"
 	"github.com/datastax/go-cassandra-native-protocol/frame"
@@ -19,6 +18,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 type skipRecorder struct {
@@ -109,7 +109,7 @@ func (d *badPeerDialer) addBadRow(rows *message.RowsResult) {
 // ones: the control connection comes up with the other two hosts (before the fix Start never
 // succeeded: the whole refresh was rejected) and reports the row in Status and to the observer.
 func TestBadPeerRowIsSkippedAndReported(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		// Served by the first node (the only contact point): the other two, and a bad row.

@@ -23,6 +23,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // half makes jitter zero (u = 0.5) and shuffling deterministic.
@@ -133,7 +134,7 @@ func servedAndOther(t *testing.T, c *cqlsim.Cluster, cc *ControlConnection) (ser
 }
 
 func TestStartConnectsAndPublishesMetadata(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -164,7 +165,7 @@ func TestStartConnectsAndPublishesMetadata(t *testing.T) {
 // A connection that was stable and drops starts a fresh recovery: the first attempt is
 // immediate and goes to another host believed up.
 func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -189,7 +190,7 @@ func TestStableConnectionLossReconnectsAtOnceToAnotherHost(t *testing.T) {
 // Full outage of 5 s without evidence: the blind schedule (1 s, ×1.15, no jitter here)
 // reconnects at its first attempt after the cluster is back, within DelayCap.
 func TestFullOutageBlindScheduleReconnects(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -222,7 +223,7 @@ func TestFullOutageBlindScheduleReconnects(t *testing.T) {
 // Evidence from gocql (HostUp) re-arms a parked retry: the attempt starts within the queue
 // window, dials the evidenced host first, and connects long before the blind schedule would.
 func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
@@ -265,7 +266,7 @@ func TestHostUpEvidenceReArmsAndDialsThatHostFirst(t *testing.T) {
 
 // While connected, host events do not re-arm (and do not reach the handler at all).
 func TestHostEventsWhileConnectedDoNotReArm(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})
@@ -304,7 +305,7 @@ func (o *countingReconnectObserver) ReArmSuppressed(reconnect.Reason, reconnect.
 
 // Control requests made during recovery wait for the new connection, bounded by their context.
 func TestControlRequestsWaitForReconnect(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -351,7 +352,7 @@ func TestControlRequestsWaitForReconnect(t *testing.T) {
 }
 
 func TestQueryWithValuesIsPrepared(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(1)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -381,7 +382,7 @@ func TestQueryWithValuesIsPrepared(t *testing.T) {
 // Pushed events reach subscribers: STATUS_CHANGE through ApplyStatus, TOPOLOGY_CHANGE through
 // a refresh on the same connection.
 func TestServerEventsReachSubscribers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		cfg := joiningConfig(3)
 		cfg.DataCenters = []string{"dc1", "dc1", "dc1", "dc2"} // the fourth node, added below, is in dc2
 		c := startMem(t, cfg)
@@ -422,7 +423,7 @@ func TestServerEventsReachSubscribers(t *testing.T) {
 
 // What changed while the control connection was down is emitted after it reconnects.
 func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -450,7 +451,7 @@ func TestChangesWhileDisconnectedAreEmittedOnReconnect(t *testing.T) {
 
 // The periodic refresh runs on the same connection: no reconnect per refresh.
 func TestPeriodicRefreshReusesConnection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
@@ -528,7 +529,7 @@ func (o *countingObserver) Heartbeat(_ Endpoint, _ time.Duration, err error) {
 // A node that goes silent (half-open) is detected by the heartbeat within interval + timeout
 // and the control connection moves to another host.
 func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		obs := &countingObserver{}
@@ -557,7 +558,7 @@ func TestSilentNodeDetectedByHeartbeatAndReplaced(t *testing.T) {
 
 // Two blackholed hosts first in the plan delay recovery by one stagger each, no more.
 func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		// Hosts 10.0.0.1 and .2 are contact points listed first, but blackholed: they accept
@@ -577,7 +578,7 @@ func TestBlackholedHostsCostOneStaggerEachOnRecovery(t *testing.T) {
 
 // Authentication rejected: classified, surfaced in Status, and not retried before DelayCap.
 func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		cfg := memConfig(1)
 		cfg.Username, cfg.Password = "u", "right"
 		l := startMem(t, cfg)
@@ -605,7 +606,7 @@ func TestAuthRejectedIsSurfacedAndRetriedNoFasterThanDelayCap(t *testing.T) {
 
 // Close returns promptly from every state: scheduled, attempting (blackholed), connected.
 func TestCloseIsPromptFromAnyState(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(1)
 		defer func() { assert.NoError(t, l.Close()) }()
 		l.Node(0).Stop()
@@ -705,7 +706,7 @@ func TestNewInstallsListenerOnGocqlConfig(t *testing.T) {
 // Servers from release 4.0 get system.peers_v2 first; an Invalid answer falls back to
 // system.peers, and the connection remembers it.
 func TestPeersV2FallbackRememberedPerConnection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		cfg := memConfig(2)
 		cfg.ReleaseVersion, cfg.NoPeersV2 = "4.0.11", true
 		c := startMem(t, cfg)
@@ -737,7 +738,7 @@ func (r *sourceRecorder) Received(e hostevents.Event) {
 // UP and NEW_NODE pushed on our own connection are host events of source "control", keyed by
 // the host ID the snapshot knows, recorded on the queue (counted and observed), not queued.
 func TestOwnServerEventsArePushedAsControlHostEvents(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		rec := &sourceRecorder{}
@@ -782,7 +783,7 @@ func (r *reasonRecorder) AttemptStarted(a reconnect.Attempt) {
 // A host added (weaker evidence than up) re-arms too, with its own reason; when a batch
 // holds both, the up host wins.
 func TestHostAddedReArmsAndUpWinsInABatch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{})

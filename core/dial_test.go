@@ -18,6 +18,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
 	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 )
 
@@ -92,7 +93,7 @@ func (r *results) record(ep Endpoint, err error, _ time.Duration) {
 
 // Two blackholed hosts first in the plan delay recovery by exactly one stagger each.
 func TestStaggerTwoBlackholedHostsCostOneStaggerEach(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(3)
 		l.Node(0).Mute(true) // blackholed: accepts and never answers
 		l.Node(1).Mute(true)
@@ -115,7 +116,7 @@ func TestStaggerTwoBlackholedHostsCostOneStaggerEach(t *testing.T) {
 }
 
 func TestStaggerFastFirstHostDialsOnlyOne(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(2)
 		c, err := staggerDial(context.Background(), eps("10.0.0.1:9042", "10.0.0.2:9042"), nil, nil,
 			200*time.Millisecond, dialVia(l, cqlconn.ConnConfig{HeartbeatInterval: -1}), nil)
@@ -128,7 +129,7 @@ func TestStaggerFastFirstHostDialsOnlyOne(t *testing.T) {
 
 // A refused host costs nothing: the next is dialled at once, not after the stagger.
 func TestStaggerRefusedHostMovesOnAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(3)
 		l.Node(0).Stop()
 		l.Node(1).Stop()
@@ -146,7 +147,7 @@ func TestStaggerRefusedHostMovesOnAtOnce(t *testing.T) {
 
 // When two hosts finish their handshakes in the same instant, one wins and the other is closed.
 func TestStaggerExactlyOneSurvivesSimultaneousSuccess(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(2)
 		slow := slowDialer{c: l, slow: map[string]time.Duration{"10.0.0.1:9042": 200 * time.Millisecond}} // answers when the second is dialled
 		d := &trackingDialer{d: slow}
@@ -176,7 +177,7 @@ func TestStaggerExactlyOneSurvivesSimultaneousSuccess(t *testing.T) {
 }
 
 func TestStaggerContextCancelClosesAll(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(3)
 		for _, n := range l.Nodes() {
 			n.Mute(true) // blackholed: accepts and never answers
@@ -198,7 +199,7 @@ func TestStaggerContextCancelClosesAll(t *testing.T) {
 }
 
 func TestStaggerTailResolvedLater(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		l := newCluster(2)
 		l.Node(0).Stop()
 		tail := func(ctx context.Context) []Endpoint {
@@ -216,7 +217,7 @@ func TestStaggerTailResolvedLater(t *testing.T) {
 }
 
 func TestStaggerAllFail(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		cfg := memConfig(2)
 		cfg.Username, cfg.Password = "u", "p"
 		l := startMem(t, cfg)

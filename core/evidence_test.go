@@ -13,6 +13,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
@@ -35,7 +36,7 @@ func startQueued(t *testing.T, c *cqlsim.Cluster, settle bool, opts ...Option) (
 // after. Before this change subscribers were told host_down again 50 ms after host_up, for a
 // node that never went down (this test failed: [host_down host_up host_down]).
 func TestStaleSessionDownDoesNotOverruleAFresherUp(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startMem(t, gossiping(3))
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, cc := startQueued(t, c, true)
@@ -68,7 +69,7 @@ func TestStaleSessionDownDoesNotOverruleAFresherUp(t *testing.T) {
 // The same HostDown about a node that did go down again right after its UP is not lost: the
 // conflict is settled by a probe, evidence newer than both, which finds the node down.
 func TestSessionDownAfterAnUpIsSettledByAProbe(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startMem(t, gossiping(3))
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, cc := startQueued(t, c, true)
@@ -107,7 +108,7 @@ func gossiping(n int) cqlsim.Config {
 // queue). Before, a host the session had reported down stayed down for the plan for one queue
 // window after our connection announced it UP (this test failed: down).
 func TestOwnEventsDoNotRoundTripThroughTheQueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, cc := startQueued(t, c, false)
@@ -132,7 +133,7 @@ func TestOwnEventsDoNotRoundTripThroughTheQueue(t *testing.T) {
 // batch, and onBatch skipped it as ours: gocql's HostUp was lost, with its data-path figure
 // (this test failed: Status had no data-path lag for the host).
 func TestSessionUpIsNotLostToOurOwnUpInTheSameWindow(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		rec := &lagRecorder{lags: map[string]time.Duration{}}

@@ -3,13 +3,13 @@ package core
 import (
 	"context"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // Address churn (issue 18, defect 7): pods come back with new IPs, so a node added and
@@ -17,7 +17,7 @@ import (
 // gocql's HostInfos used to keep every one (9 each here), which also stretched the budget's
 // rotation over hosts that no longer exist; they keep only the hosts of the latest metadata.
 func TestGovernedHostTablesForgetRemovedHosts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g := startGovernedSession(t)
 		defer g.close()
 		for range 6 {

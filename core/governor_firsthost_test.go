@@ -4,12 +4,12 @@ import (
 	"os"
 	"slices"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // gocqlAloneDials20s is what a gocql v1.7.0 session alone dialled through a 20 s full outage on
@@ -33,7 +33,7 @@ func TestGovernorFirstHostBackAnyClusterSizeVirtualTime(t *testing.T) {
 		var worstDials int64
 		for node := range nodes {
 			for k := range 4 {
-				synctest.Test(t, func(t *testing.T) {
+				leakcheck.Bubble(t, func(t *testing.T) {
 					o := outage + time.Duration(k*311+node*53)*time.Millisecond
 					r := simulatePartialReturn(t, Governor{}, nodes, node, o, time.Duration(k*37)*time.Millisecond)
 					assert.LessOrEqual(t, r.poolBack, turn+dialgate.DueHold+2*governedReconnectInterval, "1 of %d (node %d, %v): its data path after it answered", nodes, node, o)
@@ -83,7 +83,7 @@ func TestGovernorFrontierVirtualTime(t *testing.T) {
 			var p point
 			for node := range nodes {
 				for k := range phases {
-					synctest.Test(t, func(t *testing.T) {
+					leakcheck.Bubble(t, func(t *testing.T) {
 						o := outage + turn*time.Duration(k)/time.Duration(phases) + time.Duration(node*53)*time.Millisecond
 						r := simulatePartialReturn(t, g, nodes, node, o, time.Duration(k*37)*time.Millisecond)
 						back = append(back, r.poolBack)

@@ -19,7 +19,6 @@ import (
 	"log"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // poolRecorder records, by host IP, when gocql tried to dial it and was refused by the
@@ -81,7 +81,7 @@ func (r *poolRecorder) upAfter(ip string, from time.Time) (time.Time, bool) {
 }
 
 func TestGovernedRefusalDoesNotHoldGocqlsReconnectLoop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, sim.Close()) }()

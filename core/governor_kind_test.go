@@ -17,6 +17,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
 	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/bounded"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // kindDialer records what driverSetupKind says of each of gocql's dials and setups, where
@@ -50,7 +51,7 @@ func (d *kindDialer) ObserveConnect(gocql.ObservedConnect) {
 // Checked to fail with the frame pattern changed to one no frame has (no frame
 // matches, every setup is a pool's).
 func TestDriverSetupKindTellsGocqlsControlConnectionFromItsPools(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, sim.Close()) }()

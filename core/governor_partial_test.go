@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -138,7 +138,7 @@ func TestGovernorPartialReturnVirtualTime(t *testing.T) {
 	var worstDials int64
 	for back := range 5 {
 		for k := range 6 {
-			synctest.Test(t, func(t *testing.T) {
+			leakcheck.Bubble(t, func(t *testing.T) {
 				outage := 60*time.Second + time.Duration(k)*277*time.Millisecond
 				r := simulatePartialReturn(t, Governor{}, 5, back, outage, time.Duration(k*97)*time.Millisecond)
 				after := max(r.oursBack, r.poolBack) - r.found

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // The data path first, through the governor (virtual time): while ours is down, its dial to a
@@ -36,7 +38,7 @@ func TestGovernorReturnOursAfterTheDataPath(t *testing.T) {
 		{"startup timeout", 11 * time.Second, errors.New("gocql: no response to connection startup within timeout"), 130 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			leakcheck.Bubble(t, func(t *testing.T) {
 				g, err := newDialGovernor(Governor{}, 0, func() float64 { return 0.5 }, nil)
 				require.NoError(t, err)
 				var mu sync.Mutex

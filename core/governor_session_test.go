@@ -11,7 +11,6 @@ import (
 	"log"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/gocqlv1"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/dialgate"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // sessionRecorder counts, by host IP, the dials that reached the network (a ConnectObserver:
@@ -134,7 +134,7 @@ func startGovernedSession(t *testing.T) *governedSession {
 // redialled a down host four times a second (24 real dials in 6 s). After Close it dials as the user configured it:
 // gocql's default interval, 60 s, so at most one real dial to the down host in those 6 s.
 func TestGovernedSessionAfterCloseDialsAtUsersInterval(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g := startGovernedSession(t)
 		defer g.close()
 		require.Equal(t, governedReconnectInterval, g.cfg.ReconnectInterval)
@@ -160,7 +160,7 @@ func TestGovernedSessionAfterCloseDialsAtUsersInterval(t *testing.T) {
 // is reported down a handful of times at most (its real failed dials and gocql's own DOWN
 // event), not 30.
 func TestGovernedRefusalDoesNotConvict(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g := startGovernedSession(t)
 		defer g.close()
 		nodes := g.sim.Nodes()
@@ -182,7 +182,7 @@ func TestGovernedRefusalDoesNotConvict(t *testing.T) {
 // governed until one of them connects (its first connection), so CreateSession succeeds as it
 // would ungoverned.
 func TestGovernedCreateSessionDuringOutage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g := startGovernedSession(t)
 		defer g.close()
 		nodes := g.sim.Nodes()

@@ -18,13 +18,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -183,7 +183,7 @@ func phasedOutages(t *testing.T, base time.Duration, check func(t *testing.T, ou
 		outage := base + time.Duration(k)*53*time.Millisecond
 		phase := time.Duration(k*311%1000) * time.Millisecond
 		rng := rand.New(rand.NewPCG(uint64(k), 18))
-		synctest.Test(t, func(t *testing.T) {
+		leakcheck.Bubble(t, func(t *testing.T) {
 			r := simulateOutageWith(t, 3, outage, phase, true, Governor{}, rng.Float64)
 			check(t, outage, phase, r)
 			worst.dials = max(worst.dials, r.dials)
@@ -214,7 +214,7 @@ func TestGovernorSixtySecondOutageVirtualTime(t *testing.T) {
 		assert.LessOrEqual(t, r.oursBack, min(1500*time.Millisecond, budgetLateAt(outage)), "outage %v, phase %v: ours back", outage, phase)
 		assert.LessOrEqual(t, r.poolsBack, min(2500*time.Millisecond, budgetLateAt(outage)+probeSpread/2+governedReconnectInterval), "outage %v, phase %v: pools back", outage, phase)
 	})
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		alone := simulateOutage(t, 3, 60*time.Second, 500*time.Millisecond, false)
 		assert.Greater(t, alone.dials, 5*worst.dials, "the governor cuts the process's dials by 5× or more")
 		t.Logf("60 s, 3 nodes, 20 phases: governed worst %d real dials, ours back %v, pools back %v after ready; ungoverned %d dials",
@@ -244,7 +244,7 @@ func TestGovernorDialsPerHostVirtualTime(t *testing.T) {
 		outage time.Duration
 		max    int64
 	}{{7, 20 * time.Second, 45}, {12, 20 * time.Second, 85}, {12, 60 * time.Second, 230}} {
-		synctest.Test(t, func(t *testing.T) {
+		leakcheck.Bubble(t, func(t *testing.T) {
 			r := simulateOutage(t, c.nodes, c.outage, 500*time.Millisecond, true)
 			assert.LessOrEqual(t, r.dials, c.max, "%d nodes, %v", c.nodes, c.outage)
 			assert.LessOrEqual(t, r.oursBack, 1500*time.Millisecond, "%d nodes, %v: ours back", c.nodes, c.outage)
@@ -257,7 +257,7 @@ func TestGovernorDialsPerHostVirtualTime(t *testing.T) {
 // A 1 h outage costs a client at most 290 real dials (about 50 in the first minute, then
 // 50 × ln(t / 60 s) until the interval reaches DelayCap at 25 min, then one per 30 s).
 func TestGovernorOneHourOutageVirtualTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		r := simulateOutage(t, 3, time.Hour, 500*time.Millisecond, true)
 		assert.LessOrEqual(t, r.dials, int64(290))
 		assert.LessOrEqual(t, r.oursBack, 31*time.Second, "never later than the budget's cap (DelayCap) plus a sweep")

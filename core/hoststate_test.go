@@ -31,10 +31,11 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		down := c.Node(1)
@@ -56,7 +57,7 @@ func TestNodeDownBeforeFirstConnectIsFoundDown(t *testing.T) {
 }
 
 func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -84,7 +85,7 @@ func TestDownBeforeTheRefreshThatAddsTheHostIsKept(t *testing.T) {
 }
 
 func TestSessionReportsDecideStateAndSpareTheProbe(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, cc := startQueued(t, c, false)
@@ -125,7 +126,7 @@ func (d *tlsFailDialer) DialContext(ctx context.Context, network, addr string) (
 }
 
 func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		d := &tlsFailDialer{c: c}
@@ -151,7 +152,7 @@ func TestProbeTLSFailureGivesNoVerdict(t *testing.T) {
 // nodes that came back got no host_down/host_up at all (this test then expected exactly that;
 // on real clusters subscribers saw a full restart of a node nobody reported down as nothing).
 func TestFullRestartDeliversWhatChangedToSubscribers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -217,7 +218,7 @@ func upDowns(sub *metadata.Subscription) []string {
 // it: the host table keeps it (pruneHosts spares it) until a snapshot lists the host. Checked
 // to fail with pruneHosts pruning it like any unlisted record: the host came back presumed up.
 func TestAStatusOutlivesARefreshThatDoesNotListItsHostYet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
 		defer func() { assert.NoError(t, c.Close()) }()
 		q, cc := startQueued(t, c, true)

@@ -17,6 +17,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // Regressions these tests catch:
@@ -66,7 +67,7 @@ func (g *gate) DialContext(ctx context.Context, network, addr string) (net.Conn,
 // After a reconnect, a host stopped while we were away is found down, and one started while
 // away is found up, although no event about either reached us.
 func TestReconnectProbesCorrectStaleStates(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(4)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})
@@ -107,7 +108,7 @@ func TestReconnectProbesCorrectStaleStates(t *testing.T) {
 // A STATUS_CHANGE that arrives while a probe of the same host is in flight is newer than the
 // probe's verdict, which is then dropped.
 func TestEventDuringProbeWinsOverIt(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		g := &gate{c: c, held: map[string]chan struct{}{}}
@@ -165,7 +166,7 @@ func waitConnectedTo(t *testing.T, cc *ControlConnection, old string) Endpoint {
 // Cassandra's onRestart does; its UP comes after the gossip delay, never within this test)
 // reached ours and rightly won over the probe.
 func TestTheHostLostFromIsProbedAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		g := &gate{c: c, held: map[string]chan struct{}{}}
@@ -208,7 +209,7 @@ func TestTheHostLostFromIsProbedAtOnce(t *testing.T) {
 // connect-only probe, which called such a node up (on real Cassandra, for the whole 40 s a
 // node was paused).
 func TestProbeFindsAHalfOpenNodeDown(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{ConnectTimeout: 2 * time.Second})
@@ -241,7 +242,7 @@ func TestProbeFindsAHalfOpenNodeDown(t *testing.T) {
 // disablebinary; the snapshot kept the node down 30 s after every node answered and nodetool
 // said UN). Fails without the re-probe: the node stays down until ours' next reconnection.
 func TestAHostFoundDownByAProbeIsProbedAgainUntilItAnswers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		const delayCap = 10 * time.Second

@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/metadata"
 )
 
 func TestRefreshGateSpacesStarts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g := newRefreshGate(time.Second)
 		defer g.stop()
 		now := time.Now()
@@ -53,7 +54,7 @@ func TestRefreshGateSpacesStarts(t *testing.T) {
 // a real socket). Now at most one starts per minRefreshInterval, and a node added in the middle
 // of the storm still reaches the snapshot and subscribers: no change is lost.
 func TestEventStormCoalescesRefreshes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startMem(t, joiningConfig(2))
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})

@@ -25,6 +25,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // verdicts records every re-arm verdict and attempt start of the Recovery.
@@ -63,7 +64,7 @@ func (v *verdicts) counts() (accepted, suppressed int) {
 // The owner is driven step by step here, with the connection lost and a HostUp batch both
 // pending: the batch must re-arm the recovery the loss starts, with one verdict.
 func TestHostUpReadyWithTheLossIsNotDropped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		v := &verdicts{}
@@ -108,7 +109,7 @@ func blackholedOutage(t *testing.T, cad Cadence, opts ...Option) (*cqlsim.Cluste
 }
 
 func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := testQueue(t)
 		cad := Cadence{Policy: reconnect.Constant{Interval: 20 * time.Second}, ConnectTimeout: 5 * time.Second}
 		c, cc := blackholedOutage(t, cad, withHostEvents(q))
@@ -131,7 +132,7 @@ func TestEvidenceDuringASlowAttemptIsDialledAtOnce(t *testing.T) {
 }
 
 func TestBlindLatenessWithABlackholedHostStaysWithinDelayCap(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		v := &verdicts{}
 		cad := Cadence{Policy: reconnect.Constant{Interval: time.Minute}, ConnectTimeout: 5 * time.Second} // DelayCap 30 s binds
 		c, cc := blackholedOutage(t, cad, WithReconnectObserver(v))
@@ -153,7 +154,7 @@ func TestBlindLatenessWithABlackholedHostStaysWithinDelayCap(t *testing.T) {
 }
 
 func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		v := &verdicts{}
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
@@ -186,7 +187,7 @@ func TestReconnectNowReArmsAParkedRetry(t *testing.T) {
 // schedule alone and prove nothing about it. Here the next blind attempt is at least 20 s
 // away when gocql reports a host up; the connection is back one queue window later.
 func TestEvidenceEndsALongOutageLongBeforeTheBlindSchedule(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(3)
 		defer func() { assert.NoError(t, c.Close()) }()
 		q := testQueue(t)
@@ -228,7 +229,7 @@ func testQueue(t *testing.T) *hostevents.Queue {
 // With a timeout per protocol version, as before, the host held the attempt 6 s with a 5 s
 // ConnectTimeout (this test failed); now it gives up at 5 s.
 func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		v3 := memConfig(1)
 		v3.MaxProtocolVersion = 3
 		sim := startMem(t, v3)
@@ -251,7 +252,7 @@ func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 // 7): after a metadata read, the record of an address the cluster no longer lists goes, a
 // listed host's and a contact point's stay.
 func TestOurDialRecordsArePrunedWithTheHostTable(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := newCluster(2)
 		defer func() { assert.NoError(t, c.Close()) }()
 		cc := newTestCC(t, c, Cadence{})

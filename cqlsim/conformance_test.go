@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/conformance"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -132,7 +132,7 @@ func assertDiff(t *testing.T, diffs []string, prefix string) {
 func recordSim(t *testing.T, cfg Config, want map[string]*conformance.Trace) (map[string]*conformance.Trace, *conformance.Protocol) {
 	got := map[string]*conformance.Trace{}
 	var proto *conformance.Protocol
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		ctx := context.Background()
 		c := startInMemory(t, cfg)
 		var err error

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // announcement is one change the fake sink received, at virtual time since the test began.
@@ -54,7 +56,7 @@ func at(s *fakeSink, d time.Duration) {
 }
 
 func TestGossipKillIsAnnouncedAfterTheFailureDetector(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g, sink := newTestGossip(3)
 		defer g.close()
 		g.failed(1)
@@ -67,7 +69,7 @@ func TestGossipKillIsAnnouncedAfterTheFailureDetector(t *testing.T) {
 }
 
 func TestGossipGracefulStopAndStart(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g, sink := newTestGossip(2)
 		defer g.close()
 		g.stopped(0)
@@ -88,7 +90,7 @@ func TestGossipGracefulStopAndStart(t *testing.T) {
 }
 
 func TestGossipRestartBeforeConvictionIsDownThenUp(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g, sink := newTestGossip(2)
 		defer g.close()
 		g.failed(1)
@@ -104,7 +106,7 @@ func TestGossipRestartBeforeConvictionIsDownThenUp(t *testing.T) {
 }
 
 func TestGossipBlackholeHealedBeforeConvictionIsSilent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g, sink := newTestGossip(2)
 		defer g.close()
 		g.failed(0)
@@ -124,7 +126,7 @@ func TestGossipBlackholeHealedBeforeConvictionIsSilent(t *testing.T) {
 }
 
 func TestGossipAddAndRemove(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g, sink := newTestGossip(2)
 		defer g.close()
 		g.add(2)
@@ -146,7 +148,7 @@ func TestGossipAddAndRemove(t *testing.T) {
 }
 
 func TestGossipCloseCancelsPendingAnnouncements(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		g, sink := newTestGossip(2)
 		g.failed(0)
 		g.stopped(1)

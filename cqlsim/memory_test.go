@@ -19,6 +19,8 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/segment"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // The in-memory transport: the same cluster, on net.Pipe instead of sockets, inside synctest
@@ -52,7 +54,7 @@ func statusIs(change primitive.StatusChangeType, ip net.IP) func(message.Event) 
 }
 
 func TestInMemoryHandshakeAndSystemTables(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 3, ReleaseVersion: "4.0.11"})
 		assert.Equal(t, []string{"127.0.0.1:9042", "127.0.0.2:9042", "127.0.0.3:9042"}, c.ContactPoints())
 		fc := dialMemory(t, c, c.Node(1).Addr())
@@ -90,7 +92,7 @@ func TestInMemoryHandshakeAndSystemTables(t *testing.T) {
 // A stop refuses dials at once, drops the connections with EOF and is announced exactly
 // StopAnnounceDelay later; the start is announced exactly GossipDelay after the port opens.
 func TestInMemoryStopAndStartAnnouncedOnTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 2})
 		watcher := dialMemory(t, c, c.Node(0).Addr())
 		watcher.handshake(primitive.EventTypeStatusChange)
@@ -119,7 +121,7 @@ func TestInMemoryStopAndStartAnnouncedOnTime(t *testing.T) {
 // A kill drops the connections at once (EOF: a pipe has no RST) and is announced DOWN only when
 // the failure detector convicts the node, KillDetectDelay later.
 func TestInMemoryKillAnnouncedAfterDetection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 2, KillDetectDelay: 7 * time.Second})
 		watcher := dialMemory(t, c, c.Node(0).Addr())
 		watcher.handshake(primitive.EventTypeStatusChange)
@@ -140,7 +142,7 @@ func TestInMemoryKillAnnouncedAfterDetection(t *testing.T) {
 // A blackholed node: a dial waits for its caller's deadline and fails with a timeout; a
 // connection already open gets no answer until the blackhole ends.
 func TestInMemoryBlackhole(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1})
 		open := dialMemory(t, c, c.Node(0).Addr())
 		open.handshake()
@@ -170,7 +172,7 @@ func TestInMemoryBlackhole(t *testing.T) {
 
 // Deadlines work on pipes: the server's idle timeout closes a quiet connection on the dot.
 func TestInMemoryIdleTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1, IdleTimeout: 30 * time.Second})
 		fc := dialMemory(t, c, c.Node(0).Addr())
 		fc.handshake()
@@ -186,7 +188,7 @@ func TestInMemoryIdleTimeout(t *testing.T) {
 // moment its connection drops finds no node to move to. Without the ports closed first, the
 // redial below reaches node 1 while node 0 is stopping (checked by stopping one node at a time).
 func TestInMemoryStopAllRefusesBeforeDropping(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 3})
 		fc := dialMemory(t, c, c.Node(0).Addr())
 		fc.handshake()
@@ -210,7 +212,7 @@ func TestInMemoryStopAllRefusesBeforeDropping(t *testing.T) {
 
 // A muted node accepts connections and holds their requests; gossip still believes it up.
 func TestInMemoryMuteHoldsRequests(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 2})
 		watcher := dialMemory(t, c, c.Node(0).Addr())
 		watcher.handshake(primitive.EventTypeStatusChange)
@@ -235,7 +237,7 @@ func TestInMemoryMuteHoldsRequests(t *testing.T) {
 
 // Push makes a node send what a test tells it to, to connections registered for it only.
 func TestInMemoryPushReachesRegisteredConnections(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 2})
 		registered := dialMemory(t, c, c.Node(0).Addr())
 		registered.handshake(primitive.EventTypeStatusChange)
@@ -253,7 +255,7 @@ func TestInMemoryPushReachesRegisteredConnections(t *testing.T) {
 
 // Selected counts the SELECTs of each table, refused ones too: a 3.11 node has no peers_v2.
 func TestInMemorySelectedCountsTables(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 2})
 		fc := dialMemory(t, c, c.Node(0).Addr())
 		fc.handshake()
@@ -271,7 +273,7 @@ func TestInMemorySelectedCountsTables(t *testing.T) {
 // A frame the node cannot read gets a protocol error on stream 0, then the connection closes;
 // a client that goes away mid-frame is closed quietly.
 func TestInMemoryUnreadableFramesCloseTheConnection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1, ReleaseVersion: "4.0.11"})
 		rejected := func(fc *frameClient, raw []byte, want string) {
 			t.Helper()
@@ -315,7 +317,7 @@ func TestInMemoryUnreadableFramesCloseTheConnection(t *testing.T) {
 
 // A v5 request bigger than a segment arrives in several, and is answered once whole.
 func TestInMemoryV5RequestSpreadOverSegments(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1, ReleaseVersion: "4.0.11"})
 		nc, err := c.DialContext(context.Background(), "tcp", c.Node(0).Addr())
 		require.NoError(t, err)
@@ -346,7 +348,7 @@ func TestInMemoryV5RequestSpreadOverSegments(t *testing.T) {
 
 // ServeConn serves a connection the node did not accept itself, while it is up.
 func TestInMemoryServeConn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1})
 		client, server := net.Pipe()
 		c.Node(0).ServeConn(server)

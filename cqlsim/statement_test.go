@@ -2,12 +2,13 @@ package cqlsim
 
 import (
 	"testing"
-	"testing/synctest"
 
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // step is one request of a statement script and what it must get: a result type, a number of
@@ -61,7 +62,7 @@ func runSteps(t *testing.T, fc *frameClient, steps []step) {
 
 // The statements the simulator serves, and the errors Cassandra answers the others with.
 func TestStatementScript(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1})
 		fc := dialMemory(t, c, c.Node(0).Addr())
 		fc.handshake()
@@ -250,7 +251,7 @@ func TestStatementScript(t *testing.T) {
 
 // A BATCH message runs INSERT, UPDATE and DELETE children, prepared or not, and nothing else.
 func TestBatchMessage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		c := startInMemory(t, Config{Nodes: 1})
 		fc := dialMemory(t, c, c.Node(0).Addr())
 		fc.handshake()

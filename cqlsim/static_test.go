@@ -15,6 +15,8 @@ import (
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 func TestStaticIdentityIsDerivedFromTheAddress(t *testing.T) {
@@ -91,7 +93,7 @@ func announced(c *Cluster) []string {
 }
 
 func TestStaticProbesAnnounceWithTheGossipDelays(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		// Probe every 1 s (the default); UP 1.5 s after the probe that connects, DOWN 500 ms after a refused
 		// probe (the default) and 10 s after a timed-out one (the default).
 		c, err := newCluster(Config{BaseIP: "10.0.0.1", Port: 9042, GossipDelay: 1500 * time.Millisecond})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/leakcheck"
 )
 
 // v2ControlConnPrefix is the name prefix by which controlconn's governor tells gocql v2's
@@ -61,7 +62,7 @@ func (d *frameDialer) ObserveConnect(gocql.ObservedConnect) {
 // protocol version over two of them, then connects) and NumConns (2) pool setups per node. Checked to fail with the prefix
 // changed to v1's (no frame matches).
 func TestV2ControlConnectionFramesNamed(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 		require.NoError(t, err)
 		defer func() { assert.NoError(t, sim.Close()) }()

@@ -8,7 +8,6 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	gocql "github.com/apache/cassandra-gocql-driver/v2"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/cqlcontrol/cqlcontrol/core"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/gocqlv2/internal/testkit/leakcheck"
 )
 
 // v2DownCounter counts the HostDown calls gocql v2 makes on its policy, by host IP.
@@ -45,7 +45,7 @@ func (r *v2DownCounter) count(ip string) int {
 // connects). Checked to fail before issue 18's fixes in the adapter: every refused fill
 // convicted, and CreateSession failed with "dial refused by the dial governor".
 func TestGovernedV2SessionDuringOutages(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 3, ReleaseVersion: "3.11.17"})
 		require.NoError(t, err)
 		cluster := simCluster(sim)

@@ -40,6 +40,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 func ev(id string, k Kind) Event { return Event{HostID: id, Kind: k, Source: SourceControl} }
@@ -86,7 +88,7 @@ func ids(b Batch) []string {
 }
 
 func TestQueueDeliversWindowAfterFirstEvent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		start := time.Now()
 		require.True(t, q.Push(ev("a", KindUp)))
@@ -103,7 +105,7 @@ func TestQueueDeliversWindowAfterFirstEvent(t *testing.T) {
 }
 
 func TestQueueLaterEventExtendsWindow(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		q.Push(ev("a", KindUp))
 		time.Sleep(40 * time.Millisecond)
@@ -118,7 +120,7 @@ func TestQueueLaterEventExtendsWindow(t *testing.T) {
 }
 
 func TestQueueMaxWaitCapsExtension(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		// An event every 40ms, each extending the window, from 0 to 240ms.
 		for i := 0; i <= 6; i++ {
@@ -145,7 +147,7 @@ func TestQueueMaxWaitCapsExtension(t *testing.T) {
 }
 
 func TestQueueCoalescesLatestStatePerHost(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		ip := net.ParseIP("10.0.0.1")
 		q.Push(Event{HostID: "a", Addr: ip, Port: 9042, DC: "dc1", Kind: KindDown})
@@ -167,7 +169,7 @@ func TestQueueCoalescesLatestStatePerHost(t *testing.T) {
 }
 
 func TestQueueKeepsOrderPerHostAcrossBatches(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		q.Push(ev("a", KindDown)) // batch 1 is due at 50ms; nobody reads it yet
 		time.Sleep(100 * time.Millisecond)
@@ -185,7 +187,7 @@ func TestQueueKeepsOrderPerHostAcrossBatches(t *testing.T) {
 }
 
 func TestQueueMemoryBoundedByHosts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		hosts := make([]string, 10)
 		for i := range hosts {
@@ -248,7 +250,7 @@ func (o *recordingObserver) Dropped(e Event) {
 }
 
 func TestQueueDropsNewHostsBeyondMaxHosts(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		obs := &recordingObserver{}
 		q := newTestQueue(t, QueueConfig{MaxHosts: 3, Observer: obs})
 		var got []bool
@@ -270,7 +272,7 @@ func TestQueueDropsNewHostsBeyondMaxHosts(t *testing.T) {
 }
 
 func TestQueuePushNeverBlocksWithoutConsumer(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		// 100k Pushes over 1000 hosts for 1s of virtual time, many windows, nobody reading.
 		// A Push that waited for the consumer would leave every goroutine in the bubble
@@ -290,7 +292,7 @@ func TestQueuePushNeverBlocksWithoutConsumer(t *testing.T) {
 }
 
 func TestQueueConcurrentPushes(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		const goroutines, perG, hosts = 64, 2000, 100
 		q := newTestQueue(t, QueueConfig{})
 		var batches []Batch
@@ -346,7 +348,7 @@ func TestQueueConcurrentPushes(t *testing.T) {
 }
 
 func TestQueueRecordCountsAndObservesWithoutQueueing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		obs := &recordingObserver{}
 		q := newTestQueue(t, QueueConfig{MaxHosts: 1, Observer: obs})
 		start := time.Now()
@@ -379,7 +381,7 @@ func TestQueueRecordCountsAndObservesWithoutQueueing(t *testing.T) {
 // gocql's HostUp waiting in the same batch; the consumer skips its own events, so gocql's was
 // lost. A recorded event leaves the waiting one as it was, and does not extend the window.
 func TestQueueRecordDoesNotReplaceAWaitingEvent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		obs := &recordingObserver{}
 		q := newTestQueue(t, QueueConfig{Observer: obs})
 		gocqlUp := Event{HostID: "a", Addr: net.ParseIP("10.0.0.1"), Port: 9042, DC: "dc1", Kind: KindUp,
@@ -408,7 +410,7 @@ func TestQueueRecordDoesNotAllocate(t *testing.T) {
 }
 
 func TestQueueKeysByAddressWithoutHostID(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, QueueConfig{})
 		v16 := net.ParseIP("10.0.0.1") // 16-byte form, as gocql parses contact points
 		v4 := net.IPv4(10, 0, 0, 1).To4()
@@ -434,7 +436,7 @@ func TestQueueKeysByAddressWithoutHostID(t *testing.T) {
 }
 
 func TestQueueClose(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q, err := NewQueue(QueueConfig{})
 		require.NoError(t, err)
 		q.Push(ev("a", KindUp))

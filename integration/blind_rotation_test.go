@@ -13,7 +13,6 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
@@ -21,6 +20,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +36,7 @@ const rotationOutage = 20 * time.Second
 func TestBlindDialsDoNotGrowWithNodesVirtualTime(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		for _, nodes := range []int{3, 7, 12} {
-			synctest.Test(t, func(t *testing.T) {
+			leakcheck.Bubble(t, func(t *testing.T) {
 				late, attempts, dials, _ := blindOutageInVirtualTime(t, nodes, rotationOutage, seed)
 				t.Logf("FIGURE virtual time, %d nodes, %v outage (seed %d): %d attempts, %d dials while down (%d after the first sweep); back %v after ready",
 					nodes, rotationOutage, seed, attempts, dials, dials-nodes, late)
@@ -54,7 +54,7 @@ func TestBlindShortOutagesSevenNodesVirtualTime(t *testing.T) {
 	var back realtime.Latencies
 	for i, outage := range []time.Duration{5 * time.Second, 6 * time.Second, 7500 * time.Millisecond, 8500 * time.Millisecond, 10 * time.Second} {
 		for _, seed := range []uint64{uint64(10 + i), uint64(20 + i)} {
-			synctest.Test(t, func(t *testing.T) {
+			leakcheck.Bubble(t, func(t *testing.T) {
 				late, attempts, dials, _ := blindOutageInVirtualTime(t, 7, outage, seed)
 				back = append(back, late)
 				t.Logf("7 nodes, %v outage (seed %d): back %v after ready; %d attempts, %d dials while down", outage, seed, late, attempts, dials)
@@ -70,7 +70,7 @@ func TestBlindShortOutagesSevenNodesVirtualTime(t *testing.T) {
 // (a flap, so the recovery goes on and its attempt is limited), the limited attempt's first
 // dial is a live node too: hosts that never failed come before the ones just lost.
 func TestBlindPartialOutageFindsLiveHostsAtOnceVirtualTime(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 7})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, sim.Close()) }()

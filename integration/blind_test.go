@@ -14,13 +14,13 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/clientprobe"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/realtime"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 	"github.com/stretchr/testify/assert"
@@ -89,7 +89,7 @@ func TestBlindLongOutageVirtualTime(t *testing.T) {
 	}
 	var back realtime.Latencies
 	for _, tc := range cases {
-		synctest.Test(t, func(t *testing.T) {
+		leakcheck.Bubble(t, func(t *testing.T) {
 			late, attempts, dials, capped := blindOutageInVirtualTime(t, 3, tc.outage, tc.seed)
 			back = append(back, late)
 			t.Logf("virtual time, %v outage (seed %d): back %v after the cluster was ready; %d attempts and %d dials during the outage; %d delays capped",

@@ -7,10 +7,11 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // drain returns what is queued on the subscription without waiting.
@@ -234,7 +235,7 @@ func TestSubscriptionResyncBeforeMarkerDiscardsStaleQueue(t *testing.T) {
 // TestPublisherNeverBlocks: a subscriber that never reads cannot stall publishing. In a
 // synctest bubble a blocked publisher would deadlock the bubble and fail the test.
 func TestPublisherNeverBlocks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		st := NewStore(nil)
 		_, err := st.Refresh(threeHosts(t))
 		require.NoError(t, err)

@@ -3,17 +3,17 @@ package metrics_test
 import (
 	"net"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 func TestHostEventsThroughQueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		m := newCollectors(t)
 		q, err := hostevents.NewQueue(hostevents.QueueConfig{MaxHosts: 2, Observer: m})
 		require.NoError(t, err)

@@ -6,11 +6,12 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
 // sleepLogin is a login that takes d, or ends with ctx; it records the most in flight at once.
@@ -34,7 +35,7 @@ func sleepLogin(d time.Duration, inflight, most *atomic.Int64) func(context.Cont
 }
 
 func TestPacedLoginsKeepTheirPace(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		var inflight, most atomic.Int64
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -49,7 +50,7 @@ func TestPacedLoginsKeepTheirPace(t *testing.T) {
 }
 
 func TestPacedLoginsBoundTheirQueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		var inflight, most atomic.Int64
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -64,7 +65,7 @@ func TestPacedLoginsBoundTheirQueue(t *testing.T) {
 }
 
 func TestPacedLoginsCountFailures(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 450*time.Millisecond)
 		defer cancel()
 		n := 0
@@ -82,7 +83,7 @@ func TestPacedLoginsCountFailures(t *testing.T) {
 }
 
 func TestPacedLoginsLeaveOutLoginsCutByTheEnd(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
 		defer cancel()
 		dl, _ := ctx.Deadline()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/datastax/go-cassandra-native-protocol/primitive"
@@ -167,7 +168,7 @@ func TestEventsDelivered(t *testing.T) {
 }
 
 func TestRequestContextExpiryKeepsConnection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim, HeartbeatInterval: -1})
@@ -191,7 +192,7 @@ func TestRequestContextExpiryKeepsConnection(t *testing.T) {
 // A peer that stops answering is declared lost HeartbeatInterval + HeartbeatTimeout after it
 // went silent, not later.
 func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		var mu sync.Mutex
@@ -245,7 +246,7 @@ func TestHeartbeatDetectsSilentPeerWithinIntervalPlusTimeout(t *testing.T) {
 }
 
 func TestCloseFailsPendingRequests(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim})
 		require.NoError(t, err)
@@ -364,7 +365,7 @@ func TestClassify(t *testing.T) {
 
 // Many requests in flight at once on one connection each get their own answer.
 func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim})
 		require.NoError(t, err)
@@ -414,7 +415,7 @@ func TestConcurrentRequestsAreMultiplexed(t *testing.T) {
 // A consumer that does not keep up makes events overflow: the reader never blocks, and the
 // consumer is told to resynchronise.
 func TestEventOverflowIsSignalled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim})
@@ -447,7 +448,7 @@ func TestEventOverflowIsSignalled(t *testing.T) {
 // check per second. Fails without CheckNow's case in the heartbeat loop (the silent peer is
 // then found only at the 30 s heartbeat, 35 s in).
 func TestCheckNowFindsASilentPeerWithinTheTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		node := sim.Node(0)
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{

@@ -17,9 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/simtest"
 	"github.com/datastax/go-cassandra-native-protocol/message"
 	"github.com/stretchr/testify/assert"
@@ -27,7 +27,7 @@ import (
 )
 
 func TestExpiredContextDoesNotHarmTheConnection(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		defer func() { assert.NoError(t, sim.Close()) }()
 		c, err := Dial(context.Background(), Endpoint{Addr: "10.0.0.1:9042"}, ConnConfig{Dialer: sim, HeartbeatInterval: -1})
@@ -96,7 +96,7 @@ func (c *stallConn) Write(b []byte) (int, error) {
 }
 
 func TestStuckWriteDoesNotDelayTheHeartbeat(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim := simtest.NewCluster(1)
 		defer func() { assert.NoError(t, sim.Close()) }()
 		d := &stallDialer{sim: sim}

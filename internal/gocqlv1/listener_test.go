@@ -30,6 +30,7 @@ import (
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -102,7 +103,7 @@ func host(i int) *gocql.HostInfo {
 }
 
 func TestWrapForwardsBeforeEnqueue(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		inner := &fakePolicy{}
 		var q *hostevents.Queue
 		var pushed atomic.Uint64 // host callbacks made so far, counted before forwarding
@@ -147,7 +148,7 @@ func (o *orderObserver) Received(hostevents.Event) {
 }
 
 func TestWrapForwardsEveryMethod(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, hostevents.QueueConfig{})
 		inner := &fakePolicy{}
 		w := Wrap(inner, q)
@@ -191,7 +192,7 @@ func TestWrapForwardsEveryMethod(t *testing.T) {
 }
 
 func TestWrapReadyOnlyWhenInnerHasIt(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, hostevents.QueueConfig{})
 		type readier interface{ Ready() bool }
 
@@ -227,7 +228,7 @@ func TestWrapReadyOnlyWhenInnerHasIt(t *testing.T) {
 func TestListenerNeverBlocksGocql(t *testing.T) {
 	for _, maxHosts := range []int{0, 10} {
 		t.Run(fmt.Sprintf("MaxHosts=%d", maxHosts), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			leakcheck.Bubble(t, func(t *testing.T) {
 				q := newTestQueue(t, hostevents.QueueConfig{MaxHosts: maxHosts})
 				w := Wrap(&noopPolicy{}, q)
 				hosts := make([]*gocql.HostInfo, 1000)
@@ -269,7 +270,7 @@ func (noopPolicy) HostUp(*gocql.HostInfo)     {}
 func (noopPolicy) HostDown(*gocql.HostInfo)   {}
 
 func TestListenerConvertsHostInfo(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, hostevents.QueueConfig{})
 		inner := &fakePolicy{}
 		w := Wrap(inner, q)
@@ -299,7 +300,7 @@ func TestListenerConvertsHostInfo(t *testing.T) {
 }
 
 func TestListenerToleratesDisorder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, hostevents.QueueConfig{})
 		w := Wrap(gocql.RoundRobinHostPolicy(), q)
 		h := host(1)

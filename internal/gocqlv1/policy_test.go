@@ -19,12 +19,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/gocql/gocql"
 
 	"github.com/cqlcontrol/cqlcontrol/hostevents"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +40,7 @@ func picked(p gocql.HostSelectionPolicy) []string {
 }
 
 func TestInstallWrapsDefaultPolicy(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, hostevents.QueueConfig{})
 		cfg := gocql.NewCluster("127.0.0.1")
 		require.Nil(t, cfg.PoolConfig.HostSelectionPolicy)
@@ -71,7 +71,7 @@ func TestInstallWrapsDefaultPolicy(t *testing.T) {
 }
 
 func TestInstallKeepsUserPolicy(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		q := newTestQueue(t, hostevents.QueueConfig{})
 
 		// A ReadyPolicy: NewSession returns as soon as one host is up.
@@ -113,7 +113,7 @@ func TestInstallKeepsUserPolicy(t *testing.T) {
 func TestClusterRestartYieldsOneBatch(t *testing.T) {
 	for _, n := range []int{3, 100} {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
+			leakcheck.Bubble(t, func(t *testing.T) {
 				q := newTestQueue(t, hostevents.QueueConfig{})
 				cfg := gocql.NewCluster("127.0.0.1")
 				Install(cfg, q)

@@ -15,6 +15,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/controlconn"
 	"github.com/cqlcontrol/cqlcontrol/cqlsim"
 	"github.com/cqlcontrol/cqlcontrol/internal/ccopt"
+	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 )
 
@@ -22,7 +23,7 @@ import (
 // heartbeat at 30 s), the whole cluster down 20 s, then back. The Recorder's queries tell that
 // story, its dials are the ones that reached the cluster, and Next saw every event.
 func TestRecorderThroughAnOutage(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
 		sim, err := cqlsim.StartInMemory(cqlsim.Config{Nodes: 2})
 		require.NoError(t, err)
 		defer func() { require.NoError(t, sim.Close()) }()
