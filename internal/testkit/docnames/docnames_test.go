@@ -48,7 +48,7 @@ var external = map[string]string{
 
 // std are the standard packages whose names the docs mention (`errors.As`, `*net.OpError`,
 // `t.Cleanup`).
-var std = []string{"context", "crypto/tls", "errors", "net", "net/http/httptrace", "testing", "time"}
+var std = []string{"context", "crypto/tls", "errors", "net", "net/http/httptrace", "testing", "testing/synctest", "time"}
 
 var (
 	indexOnce sync.Once
