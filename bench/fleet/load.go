@@ -25,6 +25,12 @@ import (
 // (counted), so a node slower than the pace is offered a bounded queue, not an unbounded one.
 const loadConc = 16
 
+// The defaults of -load-window and -load-warm: the windows the measurements in docs/fleet.md used.
+const (
+	loadWindowDefault = 40 * time.Second
+	loadWarmDefault   = 2 * time.Minute
+)
+
 // LoginLoad is the canary beside logins paced at one share of the idle floor.
 type LoginLoad struct {
 	Cost  int     `json:"bcrypt_cost"`
@@ -64,10 +70,10 @@ func (l LoginLoad) line() string {
 	if l.SteadyP99Ms > 0 {
 		ratio = fmt.Sprintf("%.1f×", l.P99Ms/l.SteadyP99Ms)
 	}
-	failed := ""
 	if l.BackgroundQPS > 0 {
 		ratio += fmt.Sprintf(", beside %d queries/s throughout", l.BackgroundQPS)
 	}
+	failed := ""
 	if l.LastError != "" {
 		failed = fmt.Sprintf(" (the last: %s)", l.LastError)
 	}

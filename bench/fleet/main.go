@@ -68,8 +68,8 @@ func main() {
 		retWindow  = flag.Duration("return-window", time.Minute, "-return-floor: how long after the node answers each sample logs in")
 		retConc    = flag.Int("return-conc", returnFloorConc, "-return-floor: how many clients log in back to back")
 		loadFlag   = flag.String("login-load", "", "measure the login load instead of running lanes: the canary alone, then beside logins paced at each of these shares of the idle floor, comma-separated (e.g. 0.5,0.77,1; one node only)")
-		loadWindow = flag.Duration("load-window", 40*time.Second, "-login-load: the canary's steady windows (before and after), and each share's")
-		loadWarm   = flag.Duration("load-warm", 2*time.Minute, "-login-load: how long the canary queries before its steady window")
+		loadWindow = flag.Duration("load-window", loadWindowDefault, "-login-load: the canary's steady windows (before and after), and each share's")
+		loadWarm   = flag.Duration("load-warm", loadWarmDefault, "-login-load: how long the canary queries before its steady window")
 		loadQPS    = flag.Int("load-qps", 0, "-login-load: queries a second of one more session beside the canary throughout (as a fleet's served clients query: 300 for K = 300); 0 for none")
 		nodeOpts   []string
 		// The worker's own flags.
@@ -276,10 +276,10 @@ func (p plan) withDefaults() plan {
 		p.returnConc = returnFloorConc
 	}
 	if p.loadWindow == 0 {
-		p.loadWindow = 40 * time.Second
+		p.loadWindow = loadWindowDefault
 	}
 	if p.loadWarm == 0 {
-		p.loadWarm = 2 * time.Minute
+		p.loadWarm = loadWarmDefault
 	}
 	if p.canaryEvery == 0 {
 		p.canaryEvery = canaryEvery
@@ -1304,6 +1304,20 @@ func measurementKey(r Row) string {
 	return key
 }
 
+// keepOld returns fresh with old's entries for the keys fresh lacks: the costs a run did not
+// measure anew keep what the file had.
+func keepOld[V any](fresh, old map[string]V) map[string]V {
+	if fresh == nil {
+		fresh = map[string]V{}
+	}
+	for k, v := range old {
+		if _, ok := fresh[k]; !ok {
+			fresh[k] = v
+		}
+	}
+	return fresh
+}
+
 // merge writes res into path, replacing the rows (and floors) it has anew.
 func merge(path string, res *Results) error {
 	var old Results
@@ -1321,27 +1335,9 @@ func merge(path string, res *Results) error {
 		}
 	}
 	res.Rows = append(rows, res.Rows...)
-	for c, f := range old.Floors {
-		if _, ok := res.Floors[c]; !ok {
-			res.Floors[c] = f
-		}
-	}
-	if res.ReturnFloors == nil {
-		res.ReturnFloors = map[string][]ReturnFloor{}
-	}
-	for c, f := range old.ReturnFloors {
-		if _, ok := res.ReturnFloors[c]; !ok {
-			res.ReturnFloors[c] = f
-		}
-	}
-	if res.LoginLoads == nil {
-		res.LoginLoads = map[string][]LoginLoad{}
-	}
-	for c, l := range old.LoginLoads {
-		if _, ok := res.LoginLoads[c]; !ok {
-			res.LoginLoads[c] = l
-		}
-	}
+	res.Floors = keepOld(res.Floors, old.Floors)
+	res.ReturnFloors = keepOld(res.ReturnFloors, old.ReturnFloors)
+	res.LoginLoads = keepOld(res.LoginLoads, old.LoginLoads)
 	raw, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return err
