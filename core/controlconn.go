@@ -80,8 +80,8 @@ type ControlConnection struct {
 	connCfg   cqlconn.ConnConfig
 	log       *slog.Logger
 	obs       *funcObserver
-	rec       *reconnect.Recovery  // owned by run (by Close if run never started)
-	newDials  func() *plan.Planner // the record of our dials each run starts with (owner.hosts.dials)
+	rec       *reconnect.Recovery              // owned by run (by Close if run never started)
+	newDials  func(plan.Records) *plan.Planner // the rules our dials are planned by, over the records each run starts with (owner.hosts)
 	store     *metadata.Store
 	reconnObs reconnect.Observer                // the Recovery's observer (ReconnectNow reports to it too)
 	queue     *hostevents.Queue                 // nil: no host events
@@ -204,7 +204,9 @@ func build(cfg config, o options) (*ControlConnection, error) {
 			}
 		}
 	}
-	cc.newDials = func() *plan.Planner { return plan.NewPlanner(plan.DefaultDownBackoffBase, cad.DelayCap, shuffle) }
+	cc.newDials = func(recs plan.Records) *plan.Planner {
+		return plan.NewPlanner(recs, plan.DefaultDownBackoffBase, cad.DelayCap, shuffle)
+	}
 	cc.connCfg = cfg.Conn
 	cc.connCfg.ConnectTimeout = cad.ConnectTimeout
 	cc.connCfg.HeartbeatInterval = cad.HeartbeatInterval

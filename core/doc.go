@@ -37,9 +37,9 @@
 //
 // Callers talk to run through channels (Refresh, ReconnectNow) or read what it publishes
 // (Status, WaitConnected); Snapshot and Subscribe go to the Store; Query uses the current link.
-// An attempt (attempt.go) orders its hosts with internal/plan's Planner (which guards its dial
-// records with its own lock), races them (staggerDial, dial.go) with internal/cqlconn's Dial,
-// and reads the system tables on the winner.
+// An attempt (attempt.go) orders its hosts with a View of internal/plan's Planner (whose dial
+// records are fields of the host table's records, hosttable.go), races them (staggerDial,
+// dial.go) with internal/cqlconn's Dial, and reads the system tables on the winner.
 //
 // # Public surface
 //

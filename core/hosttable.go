@@ -1,6 +1,7 @@
 package core
 
 import (
+	"iter"
 	"net"
 	"strconv"
 	"strings"
@@ -16,9 +17,10 @@ import (
 // when it last had evidence the host was up; how many reports it applied (a probe started
 // before a later report gives no verdict); whether a report arrived since the current
 // connection was adopted (its scheduled probe is then unnecessary); a session HostDown held
-// until a probe settles it; a status kept until the snapshot lists the host; and an UP our
-// connection announced, until gocql's HostUp ends the data-path lag it started. Owned by the
-// run goroutine.
+// until a probe settles it; a status kept until the snapshot lists the host; an UP our
+// connection announced, until gocql's HostUp ends the data-path lag it started; and what our
+// own dials of its address met since it last answered (the planner's record, which orders our
+// attempts' hosts and backs off a known-down one). Owned by the run goroutine.
 type hostRecord struct {
 	believed bool          // a host event or a refused dial of ours spoke of it: belief and ep are set
 	belief   plan.Belief   // what it said
@@ -32,23 +34,112 @@ type hostRecord struct {
 	// downProbes counts the probes of the current connection that found the host down (or
 	// were refused by the governor) since one found it up: probeAgain's backoff.
 	downProbes int
+	dialAddr   string           // the address dial is about
+	dial       *plan.DialRecord // our dials' failures at dialAddr; nil: none since it answered
 }
 
 // hostTable is the worker's one table of what is known about each host (owner goroutine):
-// what host events, probes and our refused dials said of it (recs, by host ID, else by
-// address for a host event naming no host ID, or by ip:port for a status kept for a host the
-// snapshot does not list), and what our own dials met (dials, by address
-// dialled: failures, backoff, evidence of up, the record the planner orders an attempt's hosts
-// from). It is pruned in one place (pruneHosts). Attempts plan from a copy (dials.View), and
-// their dials' outcomes come back with their results (finishAttempt).
+// what host events, probes and our refused dials said of it, and what our own dials met
+// (failures, backoff, evidence of up: the records the planner orders an attempt's hosts from),
+// in one record per host (recs: by host ID, else by address for a host event naming no host
+// ID or a dialled address no published host has, or by ip:port for a status kept for a host
+// the snapshot does not list). The planner (dials) keeps its records in the table (plan.Records):
+// an address's dial record is a field of the record of the host the published hosts give it
+// (byAddr), moved there when they first do (publishHosts). It is pruned in one place
+// (pruneHosts). Attempts plan from a copy (dials.View), and their dials' outcomes come back
+// with their results (finishAttempt).
 type hostTable struct {
 	recs    map[string]*hostRecord
-	dials   *plan.Planner
-	pending int // records holding a status for a host the snapshot does not list (keep)
+	byAddr  map[string]string // address -> host ID, of the hosts published last
+	dials   *plan.Planner     // the rules of our dials, over the dial records of recs
+	pending int               // records holding a status for a host the snapshot does not list (keep)
 }
 
-func newHostTable(dials *plan.Planner) hostTable {
-	return hostTable{recs: map[string]*hostRecord{}, dials: dials}
+func newHostTable() hostTable {
+	return hostTable{recs: map[string]*hostRecord{}, byAddr: map[string]string{}}
+}
+
+// dialKey is the key of the record that holds addr's dial record.
+func (t *hostTable) dialKey(addr string) string {
+	if id, ok := t.byAddr[addr]; ok {
+		return id
+	}
+	return addr
+}
+
+// Dial is addr's dial record, nil if it has none (plan.Records).
+func (t *hostTable) Dial(addr string) *plan.DialRecord {
+	if r, ok := t.recs[t.dialKey(addr)]; ok && r.dialAddr == addr {
+		return r.dial
+	}
+	return nil
+}
+
+// NewDial is addr's dial record, a new one if it has none (plan.Records). A record holds one
+// address's: a host's record holding another (an address the host no longer has) gives it up.
+func (t *hostTable) NewDial(addr string) *plan.DialRecord {
+	r := t.get(t.dialKey(addr))
+	if r.dial == nil || r.dialAddr != addr {
+		r.dialAddr, r.dial = addr, &plan.DialRecord{}
+	}
+	return r.dial
+}
+
+// Forget ends addr's dial record, and the host's record if that was all it held (plan.Records).
+func (t *hostTable) Forget(addr string) {
+	key := t.dialKey(addr)
+	r, ok := t.recs[key]
+	if !ok || r.dialAddr != addr {
+		return
+	}
+	r.dialAddr, r.dial = "", nil
+	t.dropEmpty(key)
+}
+
+// Dials is every dial record with its address (plan.Records).
+func (t *hostTable) Dials() iter.Seq2[string, *plan.DialRecord] {
+	return func(yield func(string, *plan.DialRecord) bool) {
+		for _, r := range t.recs {
+			if r.dial != nil && !yield(r.dialAddr, r.dial) {
+				return
+			}
+		}
+	}
+}
+
+// dropEmpty deletes key's record if it holds nothing.
+func (t *hostTable) dropEmpty(key string) {
+	if r, ok := t.recs[key]; ok && *r == (hostRecord{}) {
+		delete(t.recs, key)
+	}
+}
+
+// index notes which host each published address belongs to, and moves every dial record to
+// the record of its address's host (a contact point dialled before metadata named its host, a
+// host's old address back to a record of its own).
+func (t *hostTable) index(hosts []plan.PlanHost) {
+	clear(t.byAddr)
+	for _, h := range hosts {
+		if h.HostID != "" && h.Addr != "" {
+			t.byAddr[h.Addr] = h.HostID
+		}
+	}
+	type move struct{ from, to string }
+	var moves []move
+	for key, r := range t.recs {
+		if r.dial != nil {
+			if to := t.dialKey(r.dialAddr); to != key {
+				moves = append(moves, move{key, to})
+			}
+		}
+	}
+	for _, m := range moves {
+		from := t.recs[m.from]
+		to := t.get(m.to)
+		to.dialAddr, to.dial = from.dialAddr, from.dial
+		from.dialAddr, from.dial = "", nil
+		t.dropEmpty(m.from)
+	}
 }
 
 // get returns id's record, creating it.
@@ -107,9 +198,7 @@ func (t *hostTable) kept(key string) {
 	}
 	r.pending = nil
 	t.pending--
-	if *r == (hostRecord{}) {
-		delete(t.recs, key) // kept only for the status (by ip:port)
-	}
+	t.dropEmpty(key) // kept only for the status (by ip:port)
 }
 
 // sawUp notes evidence, at at, that id was up.
@@ -182,6 +271,7 @@ func (cc *ControlConnection) publishHosts(o *owner) {
 		}
 		hosts = append(hosts, plan.PlanHost{Endpoint: r.ep, Belief: r.belief})
 	}
+	o.hosts.index(hosts)
 	cc.planHosts.Store(&hosts)
 	cc.forgetRemoved(hosts)
 }
@@ -204,7 +294,7 @@ func (cc *ControlConnection) translate(ip net.IP, port int) string {
 // for a host it does not list yet (bounded by maxPendingStates): publishHosts would
 // otherwise keep them among the hosts of every plan and every host table for good, and the
 // table would grow with address churn. Our dials' records of such addresses go too, except the
-// contact points' (owner goroutine).
+// contact points', which stay in a record of their own (owner goroutine).
 func (cc *ControlConnection) pruneHosts(o *owner) {
 	snap := cc.store.Current()
 	if snap == nil {
@@ -216,12 +306,16 @@ func (cc *ControlConnection) pruneHosts(o *owner) {
 		listed[h.ConnectAddress().String()] = true
 		listed[cc.translate(h.ConnectAddress(), h.Port())] = true
 	}
+	o.hosts.dials.Retain(func(addr string) bool { return listed[addr] || o.contacts[addr] })
 	for key, r := range o.hosts.recs {
 		if r.pending == nil && !listed[strings.ToLower(key)] && (r.ep.Addr == "" || !listed[r.ep.Addr]) {
-			delete(o.hosts.recs, key)
+			if r.dial == nil {
+				delete(o.hosts.recs, key)
+				continue
+			}
+			*r = hostRecord{dialAddr: r.dialAddr, dial: r.dial} // a contact point's: publishHosts files it by address
 		}
 	}
-	o.hosts.dials.Retain(func(addr string) bool { return listed[addr] || o.contacts[addr] })
 }
 
 // forgetRemoved tells the host tables keyed by address, the governor's and the cache of gocql's

@@ -63,12 +63,13 @@ func (cc *ControlConnection) newOwner() *owner {
 		results:    make(chan attemptResult, 1),
 		periodic:   time.NewTimer(time.Hour),
 		refreshed:  make(chan refreshResult, 1),
-		hosts:      newHostTable(cc.newDials()),
+		hosts:      newHostTable(),
 		contacts:   map[string]bool{},
 		probeTimer: time.NewTimer(time.Hour),
 		probed:     make(chan probeResult),
 		gate:       newRefreshGate(minRefreshInterval),
 	}
+	o.hosts.dials = cc.newDials(&o.hosts)
 	o.due.Stop()
 	o.periodic.Stop()
 	o.probeTimer.Stop()

@@ -25,6 +25,7 @@ import (
 	"github.com/cqlcontrol/cqlcontrol/reconnect"
 
 	"github.com/cqlcontrol/cqlcontrol/internal/cqlconn"
+	"github.com/cqlcontrol/cqlcontrol/internal/plan"
 	"github.com/cqlcontrol/cqlcontrol/internal/testkit/leakcheck"
 )
 
@@ -253,15 +254,8 @@ func TestAHostHasOneConnectTimeoutForEverything(t *testing.T) {
 // listed host's and a contact point's stay.
 func TestOurDialRecordsArePrunedWithTheHostTable(t *testing.T) {
 	leakcheck.Bubble(t, func(t *testing.T) {
-		c := newCluster(2)
-		defer func() { assert.NoError(t, c.Close()) }()
-		cc := newTestCC(t, c, Cadence{})
-		defer func() { assert.NoError(t, cc.Close()) }()
-		o := cc.newOwner()
-		defer o.periodic.Stop()
-		l, err := cc.dialHost(context.Background(), Endpoint{Addr: c.Node(0).Addr()})
-		require.NoError(t, err)
-		cc.adopt(o, l)
+		c, cc, o := ownerOnTwoNodes(t)
+		adoptNode0(t, cc, c, o)
 		listed, gone, contact := c.Node(1).Addr(), "10.9.9.9:9042", "10.9.9.10:9042"
 		o.hosts.dials.View()
 		o.hosts.dialed([]dialOutcome{{ep: Endpoint{Addr: listed}, at: time.Now()}, {ep: Endpoint{Addr: gone}, at: time.Now()}, {ep: Endpoint{Addr: contact}, at: time.Now()}})
@@ -272,5 +266,63 @@ func TestOurDialRecordsArePrunedWithTheHostTable(t *testing.T) {
 		assert.True(t, o.hosts.dials.NextEligible(gone).IsZero(), "the address no longer listed is forgotten")
 		assert.False(t, o.hosts.dials.NextEligible(listed).IsZero(), "a listed host's record stays")
 		assert.False(t, o.hosts.dials.NextEligible(contact).IsZero(), "a contact point's record stays")
+	})
+}
+
+// ownerOnTwoNodes is a cluster of two nodes, a ControlConnection on it and an owner whose run
+// never started, closed when t ends.
+func ownerOnTwoNodes(t *testing.T) (*cqlsim.Cluster, *ControlConnection, *owner) {
+	c := newCluster(2)
+	t.Cleanup(func() { assert.NoError(t, c.Close()) })
+	cc := newTestCC(t, c, Cadence{})
+	t.Cleanup(func() { assert.NoError(t, cc.Close()) })
+	o := cc.newOwner()
+	t.Cleanup(func() { o.periodic.Stop() })
+	return c, cc, o
+}
+
+// adoptNode0 has o adopt a connection of cc to c's first node, which reads the metadata.
+func adoptNode0(t *testing.T, cc *ControlConnection, c *cqlsim.Cluster, o *owner) {
+	t.Helper()
+	l, err := cc.dialHost(context.Background(), Endpoint{Addr: c.Node(0).Addr()})
+	require.NoError(t, err)
+	cc.adopt(o, l)
+}
+
+// A host's dial record is a field of its one record in the host table (issue 27, point 5): a
+// contact point's failures, recorded before any metadata named its host, move into the host's
+// record (by host ID) once the published hosts give the address a host, with the host's other
+// state; evidence naming the host by ID forgets them there; and an address a host no longer has
+// goes back to a record of its own, still on record. Checked to fail with the planner keeping
+// its records in a map of its own (nothing in recs).
+func TestOurDialRecordsAreFieldsOfTheHostRecord(t *testing.T) {
+	leakcheck.Bubble(t, func(t *testing.T) {
+		c, cc, o := ownerOnTwoNodes(t)
+		node := c.Node(1)
+		o.hosts.dials.DialFailed(node.Addr(), time.Now())
+		require.NotNil(t, o.hosts.recs[node.Addr()], "before metadata: a record of the address")
+		require.NotNil(t, o.hosts.recs[node.Addr()].dial)
+
+		adoptNode0(t, cc, c, o)
+		assert.NotContains(t, o.hosts.recs, node.Addr(), "the address's record was moved")
+		r := o.hosts.recs[node.HostID()]
+		require.NotNil(t, r, "the host's record")
+		require.NotNil(t, r.dial, "holds our dials' record")
+		assert.Equal(t, node.Addr(), r.dialAddr)
+		assert.False(t, o.hosts.dials.NextEligible(node.Addr()).IsZero(), "the backoff kept")
+		assert.Equal(t, 1, o.hosts.dials.Records())
+
+		o.hosts.evidence(node.HostID(), *cc.planHosts.Load(), time.Now())
+		assert.Nil(t, r.dial, "evidence by host ID forgets it in the same record")
+		assert.True(t, o.hosts.dials.NextEligible(node.Addr()).IsZero())
+
+		o.hosts.dials.DialFailed(node.Addr(), time.Now())
+		moved := "10.9.9.11:9042"
+		o.hosts.index([]plan.PlanHost{{Endpoint: Endpoint{Addr: moved, HostID: node.HostID()}}})
+		assert.Nil(t, r.dial, "the host's record gives up an address it no longer has")
+		require.NotNil(t, o.hosts.recs[node.Addr()])
+		assert.NotNil(t, o.hosts.recs[node.Addr()].dial, "kept in a record of its own")
+		assert.Equal(t, 1, o.hosts.dials.Records())
+		assert.False(t, o.hosts.dials.NextEligible(node.Addr()).IsZero())
 	})
 }

@@ -27,7 +27,7 @@ func TestEvidenceIndexMatchesScan(t *testing.T) {
 	hosts = append(hosts, host("", "10.0.0.5:9043", "dc1", BeliefDown)) // same IP, other port
 	hints := []string{hosts[7].HostID, "00000000-0000-4000-8000-000000000042", "10.0.0.5", "10.0.0.9:9042", "::ffff:10.0.0.11", "nobody", ""}
 	for _, hint := range hints {
-		indexed := NewPlanner(time.Second, time.Minute, noShuffle)
+		indexed := NewPlanner(nil, time.Second, time.Minute, noShuffle)
 		scanned := map[string]bool{}
 		for _, h := range hosts {
 			indexed.DialFailed(h.Addr, t0)
@@ -50,7 +50,7 @@ func TestEvidenceIndexMatchesScan(t *testing.T) {
 // that arrived meanwhile is stale, one from after it stands, and once the attempt has ended
 // nothing is remembered of the evidence.
 func TestFailureReportedAfterNewerEvidenceIsStale(t *testing.T) {
-	p := NewPlanner(time.Second, time.Minute, noShuffle)
+	p := NewPlanner(nil, time.Second, time.Minute, noShuffle)
 	a, b := "10.0.0.1:9042", "10.0.0.2:9042"
 	p.View() // an attempt starts
 	p.Evidence(a, nil, t0.Add(time.Second))
@@ -66,7 +66,7 @@ func TestFailureReportedAfterNewerEvidenceIsStale(t *testing.T) {
 
 // Retain forgets the records of addresses the cluster no longer has.
 func TestRetainForgetsRecords(t *testing.T) {
-	p := NewPlanner(time.Second, time.Minute, noShuffle)
+	p := NewPlanner(nil, time.Second, time.Minute, noShuffle)
 	for i := range 10 {
 		p.DialFailed(fmt.Sprintf("10.0.0.%d:9042", i), t0)
 	}

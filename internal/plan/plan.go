@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"iter"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -69,8 +70,9 @@ func PlanLimit(a reconnect.Attempt) int {
 	return BlindAttemptHosts
 }
 
-// Planner is the record of our own dials, by address, and the rules that order the hosts of
-// an attempt from it. In an attempt started by evidence (a re-arm) a known-down host is
+// Planner holds the rules that order the hosts of an attempt from the record of our own dials,
+// by address, which it keeps in Records (controlconn's worker keeps each in the host's record
+// of its host table). In an attempt started by evidence (a re-arm) a known-down host is
 // dialled at most once per its own backoff: after k consecutive failures it waits
 // min(base·2^(k-1), max) before it is dialled again, so evidence arriving twice a second cannot
 // make dead hosts be dialled twice a second. Attempts of the blind schedule ignore that backoff
@@ -81,33 +83,77 @@ func PlanLimit(a reconnect.Attempt) int {
 // does the longest-waiting host when every candidate would otherwise be skipped, so an attempt
 // always dials at least one host.
 //
-// A Planner has one owner and no lock: controlconn's worker keeps it in its host table, hands
-// each attempt an immutable copy (View) to plan from on the attempt's goroutine, records the
-// evidence of hosts up (Evidence) and the loss of its connection (Suspect) as they arrive, and
-// the outcomes of the attempt's dials when it ends (DialFailed, DialSucceeded, then
-// AttemptEnded).
+// A Planner has one owner and no lock: controlconn's worker hands each attempt an immutable
+// copy of the records (View) to plan from on the attempt's goroutine, records the evidence of
+// hosts up (Evidence) and the loss of its connection (Suspect) as they arrive, and the
+// outcomes of the attempt's dials when it ends (DialFailed, DialSucceeded, then AttemptEnded).
 type Planner struct {
 	base, max time.Duration
 	shuffle   func(n int, swap func(i, j int))
 
-	down      map[string]*downRecord // by address "ip:port"
-	inflight  bool                   // an attempt planned from a View has not ended: its failures are reported later
-	evidenced map[string]time.Time   // while inflight, by address: the latest evidence the host is up (a failure from before it is stale)
-	index     hostIndex              // of the hosts Evidence was last given
+	recs      Records
+	inflight  bool                 // an attempt planned from a View has not ended: its failures are reported later
+	evidenced map[string]time.Time // while inflight, by address: the latest evidence the host is up (a failure from before it is stale)
+	index     hostIndex            // of the hosts Evidence was last given
+}
+
+// DialRecord is what our dials met at one address since it last answered: the failures in a
+// row, the latest (or the loss of our connection from it), and when it may be dialled again.
+type DialRecord struct {
+	failures int
+	lastFail time.Time // the latest failed dial or lost connection: the rotation's key
+	next     time.Time // not dialled before this, unless evidenced or forced
+}
+
+// Records is where a Planner keeps its DialRecords, by address "ip:port", so that its owner
+// can keep each with the rest of what it knows about the host. The Planner only asks and sets
+// them from its owner's goroutine.
+type Records interface {
+	Dial(addr string) *DialRecord    // addr's record, nil if it has none
+	NewDial(addr string) *DialRecord // addr's record, a new empty one if it has none
+	Forget(addr string)              // addr has no record any more
+	Dials() iter.Seq2[string, *DialRecord]
+}
+
+// MapRecords is Records in a map of its own, for a Planner whose owner keeps nothing else per
+// host.
+type MapRecords map[string]*DialRecord
+
+func (m MapRecords) Dial(addr string) *DialRecord { return m[addr] }
+
+func (m MapRecords) NewDial(addr string) *DialRecord {
+	r := m[addr]
+	if r == nil {
+		r = &DialRecord{}
+		m[addr] = r
+	}
+	return r
+}
+
+func (m MapRecords) Forget(addr string) { delete(m, addr) }
+
+func (m MapRecords) Dials() iter.Seq2[string, *DialRecord] {
+	return func(yield func(string, *DialRecord) bool) {
+		for a, r := range m {
+			if !yield(a, r) {
+				return
+			}
+		}
+	}
 }
 
 // View is an immutable copy of a Planner's records, which an attempt plans from on its own
 // goroutine while the owner goes on recording.
 type View struct {
 	shuffle func(n int, swap func(i, j int))
-	down    map[string]downRecord
+	down    map[string]DialRecord
 }
 
 // View copies the records for one attempt, which is in flight until AttemptEnded.
 func (p *Planner) View() View {
 	p.inflight = true
-	v := View{shuffle: p.shuffle, down: make(map[string]downRecord, len(p.down))}
-	for addr, r := range p.down {
+	v := View{shuffle: p.shuffle, down: map[string]DialRecord{}}
+	for addr, r := range p.recs.Dials() {
 		v.down[addr] = *r
 	}
 	return v
@@ -159,24 +205,22 @@ func (x *hostIndex) forEach(hint string, f func(addr string)) {
 	}
 }
 
-type downRecord struct {
-	failures int
-	lastFail time.Time // the latest failed dial or lost connection: the rotation's key
-	next     time.Time // not dialled before this, unless evidenced or forced
-}
-
 // Defaults of the per-host backoff of known-down hosts.
 const (
 	DefaultDownBackoffBase = time.Second
 )
 
-// NewPlanner returns a planner whose down-host backoff starts at base and doubles up to max.
-// shuffle may be nil (math/rand/v2); tests pass a deterministic one.
-func NewPlanner(base, max time.Duration, shuffle func(n int, swap func(i, j int))) *Planner {
+// NewPlanner returns a planner keeping its records in recs (a MapRecords when nil), whose
+// down-host backoff starts at base and doubles up to max. shuffle may be nil (math/rand/v2);
+// tests pass a deterministic one.
+func NewPlanner(recs Records, base, max time.Duration, shuffle func(n int, swap func(i, j int))) *Planner {
 	if shuffle == nil {
 		shuffle = rand.Shuffle
 	}
-	return &Planner{base: base, max: max, shuffle: shuffle, down: map[string]*downRecord{}, evidenced: map[string]time.Time{}}
+	if recs == nil {
+		recs = MapRecords{}
+	}
+	return &Planner{base: base, max: max, shuffle: shuffle, recs: recs, evidenced: map[string]time.Time{}}
 }
 
 // Plan is the ordered host plan of one attempt.
@@ -331,11 +375,7 @@ func (p *Planner) DialFailed(addr string, now time.Time) {
 	if at, ok := p.evidenced[addr]; ok && !now.After(at) {
 		return
 	}
-	rec := p.down[addr]
-	if rec == nil {
-		rec = &downRecord{}
-		p.down[addr] = rec
-	}
+	rec := p.recs.NewDial(addr)
 	rec.failures++
 	rec.lastFail = now
 	rec.next = now.Add(p.backoff(rec.failures))
@@ -343,7 +383,7 @@ func (p *Planner) DialFailed(addr string, now time.Time) {
 
 // DialSucceeded forgets the failures of addr.
 func (p *Planner) DialSucceeded(addr string) {
-	delete(p.down, addr)
+	p.recs.Forget(addr)
 }
 
 // Evidence forgets the failures of the host with this ID or address: something (gocql's pool,
@@ -351,7 +391,7 @@ func (p *Planner) DialSucceeded(addr string) {
 // failure from before at that is recorded later.
 func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost, at time.Time) {
 	forget := func(addr string) {
-		delete(p.down, addr)
+		p.recs.Forget(addr)
 		if !p.inflight {
 			return
 		}
@@ -379,10 +419,14 @@ func (p *Planner) Evidence(hostIDOrAddr string, hosts []PlanHost, at time.Time) 
 // Retain forgets the records of every address keep rejects (hosts removed from the cluster,
 // addresses a host no longer has), so that the records do not grow with address churn.
 func (p *Planner) Retain(keep func(addr string) bool) {
-	for addr := range p.down {
+	var gone []string
+	for addr := range p.recs.Dials() {
 		if !keep(addr) {
-			delete(p.down, addr)
+			gone = append(gone, addr)
 		}
+	}
+	for _, addr := range gone {
+		p.recs.Forget(addr)
 	}
 }
 
@@ -394,23 +438,29 @@ func (p *Planner) AttemptEnded() {
 }
 
 // Records returns the number of addresses with a failed dial on record.
-func (p *Planner) Records() int { return len(p.down) }
+func (p *Planner) Records() int {
+	n := 0
+	for range p.recs.Dials() {
+		n++
+	}
+	return n
+}
 
 // Suspect puts addr among the known-down hosts without a backoff (it is dialled after the
 // hosts believed up and unknown), unless it already has a record, and last in the rotation of
 // limited attempts: its connection was just lost.
 func (p *Planner) Suspect(addr string, now time.Time) {
-	rec := p.down[addr]
+	rec := p.recs.Dial(addr)
 	if rec == nil {
-		rec = &downRecord{next: now}
-		p.down[addr] = rec
+		rec = p.recs.NewDial(addr)
+		rec.next = now
 	}
 	rec.lastFail = now
 }
 
 // NextEligible returns when addr may be dialled again (zero if now).
 func (p *Planner) NextEligible(addr string) time.Time {
-	if rec := p.down[addr]; rec != nil {
+	if rec := p.recs.Dial(addr); rec != nil {
 		return rec.next
 	}
 	return time.Time{}
@@ -489,7 +539,7 @@ func localFirst(hosts []PlanHost, dc string) []PlanHost {
 
 // sortByWait orders down hosts so the one allowed soonest (the longest-waiting) comes first;
 // hosts with no record (believed down, never dialled) come before all.
-func sortByWait(hosts []PlanHost, recs map[string]downRecord) {
+func sortByWait(hosts []PlanHost, recs map[string]DialRecord) {
 	next := func(h PlanHost) time.Time {
 		return recs[h.Addr].next
 	}

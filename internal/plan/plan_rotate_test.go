@@ -34,7 +34,7 @@ func failAll(p *Planner, eps []Endpoint, at time.Time) {
 // BlindAttemptHosts of them, the least recently failed first, so every host is dialled again
 // within ceil(7/2) = 4 attempts, and no host twice before every other once.
 func TestPlanLimitedRotatesThroughTheCluster(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := downHosts(7)
 	first := p.View().Plan(t0, PlanInput{Hosts: hosts})
 	require.Len(t, first.Endpoints, 7, "the first sweep dials every host")
@@ -64,7 +64,7 @@ func TestPlanLimitedRotatesThroughTheCluster(t *testing.T) {
 // The cost of a limited plan does not depend on the cluster's size.
 func TestPlanLimitedCostIsIndependentOfClusterSize(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 12, 100} {
-		p := NewPlanner(time.Second, 30*time.Second, nil)
+		p := NewPlanner(nil, time.Second, 30*time.Second, nil)
 		hosts := downHosts(n)
 		failAll(p, p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
 		plan := p.View().Plan(t0.Add(time.Second), PlanInput{Hosts: hosts, Limit: BlindAttemptHosts})
@@ -74,7 +74,7 @@ func TestPlanLimitedCostIsIndependentOfClusterSize(t *testing.T) {
 
 // The evidenced host comes first and on top of the limit, however recently it failed.
 func TestPlanLimitedEvidencedHostFirstAndAlways(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := downHosts(5)
 	failAll(p, p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
 	p.DialFailed("10.0.0.4:9042", t0.Add(time.Second)) // the most recent failure of all
@@ -90,7 +90,7 @@ func TestPlanLimitedEvidencedHostFirstAndAlways(t *testing.T) {
 // the host just lost is suspected and goes last; hosts that never failed come first, believed
 // up before unknown before believed down.
 func TestPlanLimitedSuspectLastNeverFailedFirst(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{
 		host("a", "10.0.0.1:9042", "", BeliefUp), // ours, just lost
 		host("d", "10.0.0.2:9042", "", BeliefDown),
@@ -116,7 +116,7 @@ func TestPlanLimitedSuspectLastNeverFailedFirst(t *testing.T) {
 // that is not known is admitted when it never failed (a pod's new IP) and otherwise only once
 // its backoff expired.
 func TestAdmitLimitedPlan(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := downHosts(5)
 	failAll(p, p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints, t0)
 	p.DialFailed("10.0.0.8:9042", t0)
@@ -135,7 +135,7 @@ func TestAdmitLimitedPlan(t *testing.T) {
 // Before the first connection there is no known host, and the limit does not apply: every
 // contact point is dialled, failed or not, as in an unlimited blind attempt.
 func TestPlanLimitWithoutKnownHostsDialsEveryContactPoint(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	contacts := []Endpoint{{Addr: "10.0.0.1:9042"}, {Addr: "10.0.0.2:9042"}, {Addr: "10.0.0.3:9042"}}
 	failAll(p, contacts, t0)
 	now := t0.Add(100 * time.Millisecond)

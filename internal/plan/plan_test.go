@@ -38,7 +38,7 @@ func addrs(eps []Endpoint) []string {
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func TestPlanOrder(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{
 		host("d1", "10.0.0.1:9042", "dc1", BeliefDown),
 		host("u1", "10.0.0.2:9042", "dc2", BeliefUp),
@@ -61,7 +61,7 @@ func TestPlanOrder(t *testing.T) {
 }
 
 func TestPlanShufflesUpHosts(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, reverseShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, reverseShuffle)
 	hosts := []PlanHost{
 		host("a", "10.0.0.1:9042", "dc1", BeliefUp),
 		host("b", "10.0.0.2:9042", "dc1", BeliefUp),
@@ -71,7 +71,7 @@ func TestPlanShufflesUpHosts(t *testing.T) {
 	assert.Equal(t, []string{"10.0.0.3:9042", "10.0.0.2:9042", "10.0.0.1:9042"}, addrs(plan.Endpoints))
 
 	// Real shuffle: over many plans every up host comes first at least once.
-	p = NewPlanner(time.Second, 30*time.Second, nil)
+	p = NewPlanner(nil, time.Second, 30*time.Second, nil)
 	firsts := map[string]bool{}
 	for range 200 {
 		firsts[p.View().Plan(t0, PlanInput{Hosts: hosts}).Endpoints[0].Addr] = true
@@ -80,7 +80,7 @@ func TestPlanShufflesUpHosts(t *testing.T) {
 }
 
 func TestPlanHintByAddress(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp), host("b", "10.0.0.2:9042", "", BeliefUp)}
 	assert.Equal(t, "10.0.0.2:9042", p.View().Plan(t0, PlanInput{Hint: "10.0.0.2", Hosts: hosts}).Endpoints[0].Addr)
 	assert.Equal(t, "10.0.0.2:9042", p.View().Plan(t0, PlanInput{Hint: "10.0.0.2:9042", Hosts: hosts}).Endpoints[0].Addr)
@@ -93,7 +93,7 @@ func TestPlanHintByAddress(t *testing.T) {
 
 // A known-down host is dialled at most once per its own backoff: 1 s, 2 s, 4 s, ... up to the max.
 func TestPlanDownHostBackoff(t *testing.T) {
-	p := NewPlanner(time.Second, 4*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 4*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp), host("d", "10.0.0.2:9042", "", BeliefUp)}
 	in := PlanInput{Hosts: hosts, ReArmed: true}
 
@@ -120,7 +120,7 @@ func TestPlanDownHostBackoff(t *testing.T) {
 }
 
 func TestPlanHintIgnoresBackoff(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefDown)}
 	p.DialFailed("10.0.0.1:9042", t0)
 	assert.Equal(t, []string{"10.0.0.1:9042"}, addrs(p.View().Plan(t0, PlanInput{Hint: "a", Hosts: hosts, ReArmed: true}).Endpoints))
@@ -129,7 +129,7 @@ func TestPlanHintIgnoresBackoff(t *testing.T) {
 // Blind attempts dial every known host, backoff or not: the schedule is their backoff, and
 // skipping a host there could make recovery later than DelayCap.
 func TestPlanBlindAttemptIgnoresDownBackoff(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp), host("d", "10.0.0.2:9042", "", BeliefUp)}
 	for range 5 {
 		p.DialFailed("10.0.0.2:9042", t0) // backing off 16 s
@@ -141,7 +141,7 @@ func TestPlanBlindAttemptIgnoresDownBackoff(t *testing.T) {
 }
 
 func TestAdmitContactPoints(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefUp)}
 	p.DialFailed("10.0.0.8:9042", t0)
 	plan := p.View().Plan(t0, PlanInput{Hosts: hosts, ReArmed: true})
@@ -155,7 +155,7 @@ func TestAdmitContactPoints(t *testing.T) {
 // When every candidate is backing off, the longest-waiting one is dialled anyway: an attempt
 // never dials nothing.
 func TestAdmitForcesLongestWaitingWhenAllBackingOff(t *testing.T) {
-	p := NewPlanner(time.Second, 30*time.Second, noShuffle)
+	p := NewPlanner(nil, time.Second, 30*time.Second, noShuffle)
 	hosts := []PlanHost{host("a", "10.0.0.1:9042", "", BeliefDown), host("b", "10.0.0.2:9042", "", BeliefDown)}
 	p.DialFailed("10.0.0.1:9042", t0)
 	p.DialFailed("10.0.0.1:9042", t0) // 2 s
