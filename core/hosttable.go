@@ -85,7 +85,8 @@ func (t *hostTable) NewDial(addr string) *plan.DialRecord {
 	return r.dial
 }
 
-// Forget ends addr's dial record, and the host's record if that was all it held (plan.Records).
+// Forget ends addr's dial record, and a record of the address's own if that was all it held
+// (plan.Records). A host's record stays until pruneHosts: its callers may hold it.
 func (t *hostTable) Forget(addr string) {
 	key := t.dialKey(addr)
 	r, ok := t.recs[key]
@@ -93,7 +94,9 @@ func (t *hostTable) Forget(addr string) {
 		return
 	}
 	r.dialAddr, r.dial = "", nil
-	t.dropEmpty(key)
+	if key == addr {
+		t.dropEmpty(key)
+	}
 }
 
 // Dials is every dial record with its address (plan.Records).
@@ -138,7 +141,9 @@ func (t *hostTable) index(hosts []plan.PlanHost) {
 		to := t.get(m.to)
 		to.dialAddr, to.dial = from.dialAddr, from.dial
 		from.dialAddr, from.dial = "", nil
-		t.dropEmpty(m.from)
+		if m.from == to.dialAddr {
+			t.dropEmpty(m.from) // a record of the address's own
+		}
 	}
 }
 

@@ -332,7 +332,8 @@ func TestGovernedRollingRestart(t *testing.T) {
 	// before that node is up depends on the tick's phase (a CI run had 18 against 17, the one
 	// extra a failed dial to the last node 2.1 s into its 5 s down).
 	if !assert.LessOrEqual(t, gd.gocql, ud.gocql+1, "gocql's dials governed (short reconnect tick) <= ungoverned (60 s), +1 for the tick's phase") ||
-		gd.probes > len(ips)-1 || ud.probes > len(ips)-1 { // more than the adoption's: show why
+		gd.probes > len(ips)-1 || ud.probes > len(ips)-1 || // more than the adoption's
+		gd.attempts > ud.attempts { // show why
 		for name, p := range map[string]*governedProcess{"governed": gov, "ungoverned": ungov} {
 			for _, d := range p.dials.Dials(begin, end) {
 				t.Logf("%s dial at %s by %s to %s", name, d.At.Sub(begin).Round(time.Millisecond), d.By, d.Addr)
