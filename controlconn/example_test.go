@@ -112,3 +112,48 @@ func ExampleObserver() {
 		log.Printf("the server answered %v: %s", se.Code, se.Message)
 	}
 }
+
+// One dial budget for a process with several ClusterConfigs (here two, for the same cluster):
+// every ControlConnection and every session created from those configs after New dial
+// through the one governor. Configuring a governor of its own beside the shared one is an
+// error.
+func ExampleWithSharedDialGovernor() {
+	sim, err := cqlsim.Start(cqlsim.Config{Nodes: 3, BaseIP: "127.0.7.1"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = sim.Close() }()
+
+	g, err := controlconn.NewDialGovernor(controlconn.Governor{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 2 {
+		cluster := gocql.NewCluster("127.0.7.1", "127.0.7.2", "127.0.7.3")
+		cluster.Port = sim.Port()
+		cluster.Logger = log.New(io.Discard, "", 0)
+		cc, err := controlconn.New(cluster, controlconn.Cadence{}, controlconn.WithSharedDialGovernor(g))
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer func() { _ = cc.Close() }()
+		session, err := cluster.CreateSession()
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer session.Close()
+		if err := cc.Start(ctx); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("both control connections dialled through it:", g.Stats().Passed >= 2)
+
+	_, err = controlconn.New(gocql.NewCluster("127.0.7.1"), controlconn.Cadence{},
+		controlconn.WithSharedDialGovernor(g), controlconn.WithDialGovernor(controlconn.Governor{}))
+	fmt.Println("a governor of its own too:", errors.Is(err, controlconn.ErrInvalidConfig))
+	// Output:
+	// both control connections dialled through it: true
+	// a governor of its own too: true
+}

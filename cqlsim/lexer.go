@@ -1,7 +1,6 @@
 package cqlsim
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -135,11 +134,4 @@ func lex(s string) ([]token, error) {
 		toks[i].raw = strings.TrimSpace(s[toks[i].pos:end])
 	}
 	return append(toks, token{kind: tokEOF, pos: len(s)}), nil
-}
-
-func (t token) String() string {
-	if t.kind == tokEOF {
-		return "<EOF>"
-	}
-	return fmt.Sprintf("%q", t.text)
 }

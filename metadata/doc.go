@@ -35,7 +35,7 @@
 //	SnapshotConfig: ClusterName Hosts Partitioner States TakenAt
 //	State: String
 //	StateDown StateUnknown StateUp
-//	Store: ApplyStatus Close Current Refresh SetState Subscribe Update
+//	Store: ApplyStatus Close Current Refresh SetState Subscribe
 //	Subscription: C Close Dropped Lagged Resync
 //	Tables: At Local Peers PeersV2 Port Version
 package metadata

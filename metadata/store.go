@@ -31,17 +31,6 @@ func NewStore(initial *Snapshot) *Store {
 // Current returns the latest published snapshot, nil before the first.
 func (s *Store) Current() *Snapshot { return s.cur.Load() }
 
-// Update publishes next as it is and returns diff(previous, next), which every subscriber is
-// sent. next must not be nil.
-func (s *Store) Update(next *Snapshot) []Change {
-	if next == nil {
-		panic("metadata: Store.Update(nil)")
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.publishLocked(next)
-}
-
 // Refresh builds a snapshot from freshly read tables and publishes it. Host states not given
 // in cfg.States are carried over from the current snapshot (hosts new to it are up), except
 // the Local host, which is up: it just answered. Doing this under the store's lock means a
