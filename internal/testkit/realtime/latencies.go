@@ -25,14 +25,17 @@ func (l Latencies) Quantile(q float64) time.Duration {
 // Max is the largest sample (zero when empty).
 func (l Latencies) Max() time.Duration { return l.Quantile(1) }
 
-// String gives p50 and max in milliseconds, and p99 only from 100 samples on (below, it is the
-// max): "p50 12.0 ms, max 40.5 ms (n=10)".
+// String gives p50 and max in milliseconds, p95 from 20 samples on and p99 from 100 (below,
+// each is the max): "p50 12.0 ms, max 40.5 ms (n=10)".
 func (l Latencies) String() string {
-	p99 := ""
-	if len(l) >= 100 {
-		p99 = ", p99 " + Millis(l.Quantile(0.99))
+	tail := ""
+	if len(l) >= 20 {
+		tail += ", p95 " + Millis(l.Quantile(0.95))
 	}
-	return "p50 " + Millis(l.Quantile(0.5)) + p99 + ", max " + Millis(l.Max()) + " (n=" + strconv.Itoa(len(l)) + ")"
+	if len(l) >= 100 {
+		tail += ", p99 " + Millis(l.Quantile(0.99))
+	}
+	return "p50 " + Millis(l.Quantile(0.5)) + tail + ", max " + Millis(l.Max()) + " (n=" + strconv.Itoa(len(l)) + ")"
 }
 
 // Millis formats d in milliseconds with one decimal: "12.3 ms".

@@ -28,16 +28,20 @@ func TestQuantileIsNearestRank(t *testing.T) {
 	}
 }
 
-func TestStringShowsP99FromAHundredSamples(t *testing.T) {
+func TestStringShowsP95FromTwentyAndP99FromAHundredSamples(t *testing.T) {
 	l := Latencies{12 * time.Millisecond, 40500 * time.Microsecond}
 	if got, want := l.String(), "p50 12.0 ms, max 40.5 ms (n=2)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
-	var hundred Latencies
+	var twenty, hundred Latencies
 	for i := 1; i <= 100; i++ {
 		hundred = append(hundred, time.Duration(i)*time.Millisecond)
 	}
-	if got, want := hundred.String(), "p50 50.0 ms, p99 99.0 ms, max 100.0 ms (n=100)"; got != want {
+	twenty = hundred[:20]
+	if got, want := twenty.String(), "p50 10.0 ms, p95 19.0 ms, max 20.0 ms (n=20)"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+	if got, want := hundred.String(), "p50 50.0 ms, p95 95.0 ms, p99 99.0 ms, max 100.0 ms (n=100)"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }
