@@ -127,23 +127,26 @@ func (t *hostTable) index(hosts []plan.PlanHost) {
 			t.byAddr[h.Addr] = h.HostID
 		}
 	}
-	type move struct{ from, to string }
-	var moves []move
+	type moving struct {
+		addr string
+		dial *plan.DialRecord
+	}
+	var moves []moving
 	for key, r := range t.recs {
-		if r.dial != nil {
-			if to := t.dialKey(r.dialAddr); to != key {
-				moves = append(moves, move{key, to})
+		if r.dial != nil && t.dialKey(r.dialAddr) != key {
+			addr := r.dialAddr
+			moves = append(moves, moving{addr, r.dial})
+			r.dialAddr, r.dial = "", nil
+			if key == addr {
+				t.dropEmpty(key) // a record of the address's own
 			}
 		}
 	}
+	// All taken out before any is put back: a host's record may give up its old address's
+	// record and take its new one's in the same call.
 	for _, m := range moves {
-		from := t.recs[m.from]
-		to := t.get(m.to)
-		to.dialAddr, to.dial = from.dialAddr, from.dial
-		from.dialAddr, from.dial = "", nil
-		if m.from == to.dialAddr {
-			t.dropEmpty(m.from) // a record of the address's own
-		}
+		to := t.get(t.dialKey(m.addr))
+		to.dialAddr, to.dial = m.addr, m.dial
 	}
 }
 
