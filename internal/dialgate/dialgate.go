@@ -3,6 +3,7 @@ package dialgate
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	randv2 "math/rand/v2"
 	"net/netip"
 	"time"
@@ -651,23 +652,17 @@ func (d *DialGate) failedPresumption(h *gateHost) {
 
 // Retain forgets every host keep rejects (removed hosts, addresses a host no longer has).
 func (d *DialGate) Retain(keep func(netip.AddrPort) bool) {
-	for addr := range d.hosts {
-		if !keep(addr) {
-			delete(d.hosts, addr)
-		}
-	}
+	maps.DeleteFunc(d.hosts, func(addr netip.AddrPort, _ *gateHost) bool { return !keep(addr) })
 }
 
 // Hosts returns the number of hosts the gate has a record of.
 func (d *DialGate) Hosts() int { return len(d.hosts) }
 
 func (d *DialGate) host(addr netip.AddrPort) *gateHost {
-	h := d.hosts[addr]
-	if h == nil {
-		h = &gateHost{}
-		d.hosts[addr] = h
+	if d.hosts[addr] == nil {
+		d.hosts[addr] = &gateHost{}
 	}
-	return h
+	return d.hosts[addr]
 }
 
 // Interval returns the budget's interval between real dials at now: OutageShare of the
