@@ -33,6 +33,7 @@ type Node struct {
 	exited  chan struct{} // closed when the current JVM has exited
 	paused  bool
 	started time.Time
+	storage time.Time // when the storage port first accepted since the JVM's launch (zero: not yet)
 	ready   time.Time
 }
 
@@ -79,6 +80,12 @@ func (n *Node) StartedAt() time.Time { n.mu.Lock(); defer n.mu.Unlock(); return 
 // ReadyAt returns when the node last became ready: its first CQL handshake answered since its
 // last start.
 func (n *Node) ReadyAt() time.Time { n.mu.Lock(); defer n.mu.Unlock(); return n.ready }
+
+// StorageAt returns when the node's storage (internode) port first accepted a TCP connection
+// since its last start, as Start saw it polling (zero if not seen before the node was ready).
+// Cassandra listens there before its native transport: how long before is what a client
+// could learn of a returning node before it answers CQL.
+func (n *Node) StorageAt() time.Time { n.mu.Lock(); defer n.mu.Unlock(); return n.storage }
 
 func (n *Node) prepare(bootstrap bool) error {
 	for _, sub := range []string{"conf", "data", "logs"} {
@@ -127,7 +134,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	exited := make(chan struct{})
 	n.cmd, n.exited, n.paused = cmd, exited, false
-	n.started, n.ready = time.Now(), time.Time{}
+	n.started, n.storage, n.ready = time.Now(), time.Time{}, time.Time{}
 	n.mu.Unlock()
 	n.c.record(n, EventStarting, n.StartedAt())
 	go func() {
@@ -141,7 +148,17 @@ func (n *Node) Start(ctx context.Context) error {
 	defer cancel()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
+	storage := net.JoinHostPort(n.ip, strconv.Itoa(n.c.cfg.StoragePort))
 	for {
+		if n.StorageAt().IsZero() {
+			if conn, err := net.DialTimeout("tcp", storage, 100*time.Millisecond); err == nil {
+				at := time.Now()
+				_ = conn.Close()
+				n.mu.Lock()
+				n.storage = at
+				n.mu.Unlock()
+			}
+		}
 		hctx, hcancel := context.WithTimeout(ctx, time.Second)
 		herr := AnswersCQLTLS(hctx, n.Addr(), n.c.probeTLS())
 		hcancel()

@@ -55,6 +55,9 @@ func (c *Cluster) Start(ctx context.Context, i int) error { return c.Node(i).Sta
 // ReadyAt implements Provider.
 func (c *Cluster) ReadyAt(i int) time.Time { return c.Node(i).ReadyAt() }
 
+// StorageAt returns when node i's storage port first accepted since its last start (Node.StorageAt).
+func (c *Cluster) StorageAt(i int) time.Time { return c.Node(i).StorageAt() }
+
 // Sim is a Provider of a cqlsim cluster in this process.
 type Sim struct {
 	C     *cqlsim.Cluster

@@ -89,8 +89,12 @@ func TestPartialReturn(t *testing.T) {
 					pr.timeline(t, p, ready, ready.Add(-time.Second), time.Now())
 				}
 			}
-			t.Logf("FIGURE %s 1 of %d back (%s, %v down): node%d answered %s after the last went down; %s",
-				p.Name(), len(hosts), map[bool]string{false: "graceful", true: "SIGKILL"}[kill], restartOutage, back+1, ms(ready.Sub(down)), strings.Join(lines, "; "))
+			lead := ""
+			if d, ok := storageLead(p, back); ok {
+				lead = fmt.Sprintf(" (its storage port accepted %s before)", ms(d))
+			}
+			t.Logf("FIGURE %s 1 of %d back (%s, %v down): node%d answered %s after the last went down%s; %s",
+				p.Name(), len(hosts), map[bool]string{false: "graceful", true: "SIGKILL"}[kill], restartOutage, back+1, ms(ready.Sub(down)), lead, strings.Join(lines, "; "))
 			for i := range hosts { // the others back, for the next round and the next test
 				if i != back {
 					wg.Go(func() { assert.NoError(t, p.Start(ctx, i), "restarting node%d", i+1) })
@@ -103,6 +107,17 @@ func TestPartialReturn(t *testing.T) {
 				p.Name(), len(hosts), pr.name, served[pr.name], dials[pr.name])
 		}
 	})
+}
+
+// storageLead returns how long before node i answered CQL its storage port accepted a TCP
+// connection, since its last start: what a client could learn of a returning node before it
+// answers CQL. ok is false for a provider that does not watch the storage port (containers).
+func storageLead(p realcluster.Provider, i int) (lead time.Duration, ok bool) {
+	c, ok := p.(interface{ StorageAt(int) time.Time })
+	if !ok || c.StorageAt(i).IsZero() {
+		return 0, false
+	}
+	return p.ReadyAt(i).Sub(c.StorageAt(i)), true
 }
 
 // servedAt polls a query pinned to ip until it succeeds after since, and returns when (zero if

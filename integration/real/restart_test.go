@@ -184,8 +184,18 @@ func fullRestarts(t *testing.T, p realcluster.Provider, rc restartCase) {
 				pr.timeline(t, p, first, first.Add(-time.Second), time.Now())
 			}
 		}
-		t.Logf("FIGURE %s full restart %d (%s, %v down): first node answered %s after the last went down; %s",
-			name, round+1, how, restartOutage, ms(first.Sub(down)), strings.Join(lines, "; "))
+		var leads []string // what a client could know of each node before it answers CQL
+		for h := range p.Hosts() {
+			if d, ok := storageLead(p, h); ok {
+				leads = append(leads, ms(d))
+			}
+		}
+		lead := ""
+		if len(leads) > 0 {
+			lead = " (storage ports accepted " + strings.Join(leads, ", ") + " before CQL)"
+		}
+		t.Logf("FIGURE %s full restart %d (%s, %v down): first node answered %s after the last went down%s; %s",
+			name, round+1, how, restartOutage, ms(first.Sub(down)), lead, strings.Join(lines, "; "))
 		for _, pr := range procs {
 			if pr.cc != nil {
 				settled(t, p, pr, begin, p.Hosts(), allUp(p.Hosts()))
