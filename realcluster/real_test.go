@@ -21,7 +21,8 @@ func TestRealClusterVerbs(t *testing.T) {
 	RequireReal(t)
 	c := StartT(t, Config{})
 	for _, n := range c.Nodes() {
-		t.Logf("FIGURE node%d %s: answered CQL %v after its JVM started", n.Index()+1, n.IP(), n.ReadyAt().Sub(n.StartedAt()).Round(time.Millisecond))
+		t.Logf("FIGURE node%d %s: answered CQL %v after its JVM started, its storage port accepted %v before", n.Index()+1, n.IP(), n.ReadyAt().Sub(n.StartedAt()).Round(time.Millisecond), n.ReadyAt().Sub(n.StorageAt()).Round(time.Millisecond))
+		storageBeforeCQL(t, n)
 	}
 	ctx := context.Background()
 
@@ -49,7 +50,8 @@ func TestRealClusterVerbs(t *testing.T) {
 	require.Error(t, AnswersCQL(ctx, n.Addr()), "a killed node refuses")
 	begin := time.Now()
 	require.NoError(t, n.Start(ctx))
-	t.Logf("FIGURE node3 restarted after SIGKILL: answered CQL %v after its JVM started", n.ReadyAt().Sub(begin).Round(time.Millisecond))
+	t.Logf("FIGURE node3 restarted after SIGKILL, its peers up: answered CQL %v after its JVM started, its storage port accepted %v before", n.ReadyAt().Sub(begin).Round(time.Millisecond), n.ReadyAt().Sub(n.StorageAt()).Round(time.Millisecond))
+	storageBeforeCQL(t, n)
 
 	require.NoError(t, n.Stop())
 	require.False(t, n.Running())
@@ -91,4 +93,16 @@ func TestRealNoOrphanWhenTheTestProcessDies(t *testing.T) {
 	require.NotZero(t, pid, "child printed no pid: %s", out)
 	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 10*time.Second, 50*time.Millisecond,
 		"Cassandra pid %d outlived the process that started it", pid)
+}
+
+// storageBeforeCQL checks what Start recorded of n's last start: its storage port accepted
+// after the JVM was launched and no later than the node answered CQL (Cassandra listens there
+// first).
+func storageBeforeCQL(t *testing.T, n *Node) {
+	t.Helper()
+	at := n.StorageAt()
+	if assert.False(t, at.IsZero(), "node%d: its storage port seen accepting before it answered CQL", n.Index()+1) {
+		assert.False(t, at.Before(n.StartedAt()), "node%d: storage port accepted after its JVM's launch", n.Index()+1)
+		assert.False(t, at.After(n.ReadyAt()), "node%d: storage port accepted no later than CQL answered", n.Index()+1)
+	}
 }
