@@ -3,8 +3,10 @@ package realcluster
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -105,4 +107,38 @@ func storageBeforeCQL(t *testing.T, n *Node) {
 		assert.False(t, at.Before(n.StartedAt()), "node%d: storage port accepted after its JVM's launch", n.Index()+1)
 		assert.False(t, at.After(n.ReadyAt()), "node%d: storage port accepted no later than CQL answered", n.Index()+1)
 	}
+}
+
+// What a node logs for a storage watch's probes (controlconn.Governor.StoragePort: a TCP
+// connect to the storage port, closed at once, nothing sent), with internode TLS required: no
+// line about a connection, TLS or the network in system.log at its default level (INFO), for
+// 200 probes. Fails if one is logged after them (every line after them is printed).
+func TestRealStorageProbesLogNothing(t *testing.T) {
+	RequireReal(t)
+	c := StartT(t, Config{Nodes: 1, BaseIP: "127.0.0.115", TLS: &TLS{Internode: true}, SuperuserSetupDelay: 500 * time.Millisecond})
+	n := c.Node(0)
+	require.Contains(t, n.Log(), "encryption: encrypted", "internode TLS required on the storage port")
+	storage := net.JoinHostPort(n.IP(), strconv.Itoa(c.cfg.StoragePort))
+	time.Sleep(5 * time.Second) // the start's own lines written
+	before := len(n.Log())
+	for range 200 {
+		conn, err := net.DialTimeout("tcp", storage, time.Second)
+		require.NoError(t, err, "the storage port accepts")
+		require.NoError(t, conn.Close())
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+	after := strings.Split(strings.TrimSpace(n.Log()[before:]), "\n")
+	about := regexp.MustCompile(`(?i)o\.a\.c\.net|\.n\.|netty|ssl|tls|handshake|inbound|connection|:7000`)
+	var probeLines []string
+	for _, line := range after {
+		if line != "" {
+			t.Logf("logged after the probes: %s", line)
+		}
+		if about.MatchString(line) {
+			probeLines = append(probeLines, line)
+		}
+	}
+	t.Logf("FIGURE 200 probes of a storage port with internode TLS required: %d lines about connections or TLS in system.log after them", len(probeLines))
+	assert.Empty(t, probeLines)
 }

@@ -32,6 +32,9 @@ type TLS struct {
 	// NodeSAN returns the IP address node i's certificate names (its IP SAN); nil: the node's
 	// own address. A test of host name verification gives another.
 	NodeSAN func(i int, ip string) string
+	// Internode also encrypts node-to-node traffic (server_encryption_options,
+	// internode_encryption: all) with the same certificate and CA, on the storage port.
+	Internode bool
 }
 
 // PKI is a throwaway certificate authority for a test: an ECDSA P-256 CA and the certificates
@@ -176,7 +179,8 @@ func (p *PKI) Issue(name string, o CertOptions) (Pair, error) {
 	return pr, nil
 }
 
-// tlsYAML is node n's client_encryption_options, issuing its certificate.
+// tlsYAML is node n's client_encryption_options (and server_encryption_options with
+// Internode), issuing its certificate.
 func (c *Cluster) tlsYAML(n *Node, san string) (string, error) {
 	t := c.cfg.TLS
 	if san == "" {
@@ -194,6 +198,11 @@ func (c *Cluster) tlsYAML(n *Node, san string) (string, error) {
 	fmt.Fprintf(&b, "  keystore: %q\n  truststore: %q\n", pair.Combined, t.PKI.CAFile)
 	fmt.Fprintf(&b, "  require_client_auth: %v\n", t.RequireClientAuth)
 	b.WriteString("  ssl_context_factory:\n    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory\n")
+	if t.Internode {
+		b.WriteString("server_encryption_options:\n  internode_encryption: all\n  optional: false\n")
+		fmt.Fprintf(&b, "  keystore: %q\n  truststore: %q\n", pair.Combined, t.PKI.CAFile)
+		b.WriteString("  ssl_context_factory:\n    class_name: org.apache.cassandra.security.PEMBasedSslContextFactory\n")
+	}
 	return b.String(), nil
 }
 
