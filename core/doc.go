@@ -69,9 +69,10 @@
 //	Endpoint: Addr DC HostID Hostname String
 //	ErrClosed ErrConfigChanged ErrGoverned ErrHeartbeat ErrInvalidConfig ErrLostRace
 //	ErrorClass: Permanent String
-//	Governor: HostBackoff Jitter MaxInterval MinInterval Off OutageShare Validate WithDefaults
+//	Governor: HostBackoff Jitter MaxInterval MinInterval Off OutageShare StoragePort Validate
+//		WithDefaults
 //	GovernorStats: Budget Evidence HostSlots Passed Real RefusedBackoff RefusedBudget RefusedReturn
-//		SessionFirst
+//		SessionFirst StorageProbes
 //	New NewDialGovernor
 //	Observer: Connected DataPathLag DialFinished DialStarted GovernorDecided GovernorInterval GovernorSetup
 //		Heartbeat Lost PeersSkipped Refreshed ReplyDropped ServerEvent

@@ -34,17 +34,19 @@ const (
 //	                    cluster together dial apart from then on
 //	HostBackoff  1 s    a host whose dials failed gets its next real dial this much later,
 //	                    doubling per failure up to MaxInterval
+//	StoragePort  0      off; Cassandra's storage_port (7000 unless configured) turns the
+//	                    storage watch on (the field says what it does)
 //
 // The rule, in 120 words (as in docs/governor.md; the next paragraph gives every case):
 //
-// Every dial (gocql's, ours) goes through one governor per process. Dials to hosts believed up
-// pass. A known-down host gets one real dial per backoff: 1 s doubling per failure, or
-// MaxInterval after a DOWN event; an UP event or connecting dial opens it. While ours is down,
-// real dials share a process-wide budget whose interval grows with the outage (1/50 of it, 1.2
-// s to MaxInterval, ÷ hosts/3 past 3, jittered), each slot to the longest-due host; the first
-// that connects re-arms ours. A returning host admits setups one at a time, one more per quick
-// success, open at 4; slow, timed-out or overloaded setups halve the limit and pause the host.
-// Pools first. Refusals send nothing, convict nothing.
+// One governor per process admits every dial (gocql's, ours); hosts believed up pass. Known-down
+// hosts get one dial per backoff: 1 s doubling per failure, MaxInterval after DOWN; UP or a
+// connection opens them. While ours is down, dials share a budget growing with the outage (1/50 of
+// it, 1.2 s to MaxInterval, ÷ hosts/3 past 3, jittered), slots to the longest-due host; the first
+// connecting re-arms ours. With StoragePort, hosts whose storage port accepted while up leave the
+// budget: one dial per MaxInterval while it refuses, per second once open. Returning hosts admit
+// one setup, one more per quick success, open at 4; slow, timed-out, overloaded setups halve the
+// limit and pause. Pools first. Refusals send nothing, convict nothing.
 //
 // The rules, in one paragraph (docs/governor.md has the same; package internal/dialgate, the
 // decision core, has no rule this paragraph lacks). While our connection is up, a dial to a host
@@ -68,7 +70,15 @@ const (
 // host's turn comes every three intervals at any cluster size. The first dial that connects
 // during the outage is evidence that re-arms our connection and proves the cluster reachable:
 // until our connection is back, every host not known down passes at once and a known-down host
-// gets its real dials on its own backoff. A failed dial of ours ends a presumption but makes no host known down, since ours may
+// gets its real dials on its own backoff.
+// With StoragePort, the governor probes storage ports (the host's address, that port) with a TCP
+// connect that sends nothing, unanswered within 1 s counting as refused: a host not known down
+// once per up spell until one accepts (the host is watched from then on), and while our
+// connection is down a watched known-down host every 3 s (1/50 of the outage past it, up to
+// MaxInterval, ±Jitter). While ours is down, a watched known-down host's real dials take no
+// budget slot: one per MaxInterval while its storage port refuses, one at once when it accepts,
+// then one per second (1/50 of the time since it opened past it, up to MaxInterval).
+// A failed dial of ours ends a presumption but makes no host known down, since ours may
 // be cut off alone. When our connection is back, the hosts it believes up are open at once,
 // except the host it was lost from, which gets one real dial HostBackoff later (gossip may not
 // have noticed it stopping); a host known down by failed dials or an earlier announcement gets
@@ -107,6 +117,21 @@ type Governor struct {
 	MaxInterval time.Duration
 	Jitter      float64
 	HostBackoff time.Duration
+
+	// StoragePort turns the storage watch on (0, the default, leaves it off): the governor
+	// probes each host's storage (internode) port, at the address it dials for CQL, with a TCP
+	// connect that sends nothing (Cassandra's storage_port, 7000 unless configured). A host
+	// whose storage port accepted while it was up is watched: while ours is down and the host
+	// is known down, its real dials follow that port, not the budget. While the port refuses
+	// (the node's JVM is not listening, so its CQL port cannot be open either) the host gets
+	// one real dial per MaxInterval; once it accepts (Cassandra 5.0.8 listens there 2.4-49.6 s
+	// before it answers CQL, docs/governor.md), one at once, then one per second (1/50 of the
+	// time since it opened, up to MaxInterval). The storage port is probed every 2 s, growing
+	// as the budget's interval does (1/50 of the outage so far, up to MaxInterval, ±Jitter),
+	// and once per up spell for a host not yet watched. A host whose storage port never
+	// accepted while it was up (a firewall, a listen_address other than the rpc_address)
+	// stays on the budget.
+	StoragePort int
 }
 
 // WithDefaults returns g with every zero field replaced by its default; a zero MaxInterval
@@ -157,6 +182,9 @@ func (g Governor) Validate() error {
 	}
 	if g.HostBackoff < 0 {
 		bad("HostBackoff must be positive (or zero for the default 1s), got %v", g.HostBackoff)
+	}
+	if g.StoragePort < 0 || g.StoragePort > 65535 {
+		bad("StoragePort must be a TCP port, 1-65535 (or zero: no storage watch), got %d", g.StoragePort)
 	}
 	if g.Off && (g != Governor{Off: true}) {
 		bad("Off turns the governor off: its other fields must be zero, got %+v", g)

@@ -44,6 +44,7 @@ type GovernorStats struct {
 	RefusedReturn  int64 // refused: a returning host's setup limit or slow-down pause (the return)
 	Evidence       int64 // governed dials that connected while our connection was down and the cluster unreachable as far as the governor knew
 	SessionFirst   int64 // not governed: dials of a driver session none of whose pool connections had connected yet (CreateSession)
+	StorageProbes  int64 // TCP connects to a storage port (Governor.StoragePort), no CQL: not in Real
 }
 
 // Real is the number of dials that reached the network.
@@ -76,6 +77,31 @@ type dialGovernor struct {
 	// setupKind tells which of a driver's connections the calling goroutine sets up
 	// (driverSetupKind; a test's stand-in).
 	setupKind func() dialgate.Kind
+
+	// The storage watch (Governor.StoragePort): probe connects to a storage port ("ip:port")
+	// and closes the connection (net.Dialer's; a test's stand-in); stopWatch ends the
+	// watcher's goroutine, which closes watchDone (both guarded by mu; nil: not running).
+	storagePort uint16
+	probe       func(ctx context.Context, addr string) error
+	stopWatch   context.CancelFunc
+	watchDone   chan struct{}
+	probes      atomic.Int64 // storage probes made
+}
+
+// Storage watch timing: how often the watcher asks the gate which storage ports are due, and
+// how long a probe waits for a connect (a timeout counts as a refusal).
+const (
+	storageTick         = 250 * time.Millisecond
+	storageProbeTimeout = time.Second
+)
+
+// probeStorage connects to addr and closes the connection at once: nothing is sent.
+func probeStorage(ctx context.Context, addr string) error {
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, now func() time.Time) (*dialGovernor, error) {
@@ -89,7 +115,49 @@ func newDialGovernor(g Governor, delayCap time.Duration, rand func() float64, no
 	return &dialGovernor{
 		gate: gate, now: now, sessions: map[context.Context]struct{}{}, members: map[*govMember]struct{}{},
 		rearms: map[netip.AddrPort]*time.Timer{}, setupKind: driverSetupKind,
+		storagePort: uint16(g.StoragePort), probe: probeStorage,
 	}, nil
+}
+
+// watchStorage is the storage watcher's goroutine (Governor.StoragePort): every storageTick
+// it probes the storage ports the gate says are due, each on its own goroutine, and tells the
+// gate what each probe saw. It returns when ctx ends, after its probes.
+func (g *dialGovernor) watchStorage(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(storageTick)
+	defer tick.Stop()
+	var due []netip.AddrPort
+	for {
+		g.mu.Lock()
+		due = g.gate.StorageDue(g.now(), due[:0])
+		g.mu.Unlock()
+		for _, addr := range due {
+			wg.Go(func() {
+				pctx, cancel := context.WithTimeout(ctx, storageProbeTimeout)
+				err := g.probe(pctx, netip.AddrPortFrom(addr.Addr(), g.storagePort).String())
+				cancel()
+				if ctx.Err() != nil {
+					return // closing: a probe cut short says nothing
+				}
+				g.probes.Add(1)
+				g.mu.Lock()
+				g.gate.StorageSeen(g.now(), addr, err == nil)
+				g.mu.Unlock()
+				verdict := governorStorageOpen
+				if err != nil {
+					verdict = governorStorageClosed
+				}
+				g.observe(verdict)
+			})
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // govMember is one ControlConnection's membership of a governor, which several may share
@@ -115,6 +183,11 @@ func (g *dialGovernor) join(evidence func(addr string), obs *funcObserver, hosts
 	g.members[m] = struct{}{}
 	g.republishObservers()
 	g.closed.Store(false)
+	if g.storagePort != 0 && g.stopWatch == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		g.stopWatch, g.watchDone = cancel, make(chan struct{})
+		go g.watchStorage(ctx, g.watchDone)
+	}
 	g.mu.Unlock()
 	return m
 }
@@ -241,6 +314,14 @@ func (m *govMember) Known() {
 // the process's connection any more, so every later dial is decided by
 // DialGate.AdmitAfterClose, at the driver's own reconnect interval as its user configured it.
 func (m *govMember) Close() {
+	var stop context.CancelFunc
+	var done chan struct{}
+	defer func() {
+		if stop != nil {
+			stop() // outside the lock: the watcher's probes take it
+			<-done
+		}
+	}()
 	m.locked(func(d *dialgate.DialGate, now time.Time) {
 		if m.left {
 			return
@@ -258,6 +339,7 @@ func (m *govMember) Close() {
 				t.Stop()
 				delete(m.g.rearms, addr)
 			}
+			stop, done, m.g.stopWatch, m.g.watchDone = m.g.stopWatch, m.g.watchDone, nil, nil
 		}
 	})
 }
@@ -282,6 +364,7 @@ func (g *dialGovernor) Stats() GovernorStats {
 		RefusedReturn:  g.counts[dialgate.VerdictSetupLimit].Load() + g.counts[dialgate.VerdictSlowDown].Load(),
 		Evidence:       g.evidN.Load(),
 		SessionFirst:   g.firstN.Load(),
+		StorageProbes:  g.probes.Load(),
 	}
 }
 

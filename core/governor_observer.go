@@ -8,6 +8,9 @@ import (
 const (
 	governorSessionFirst = "session_first"
 	governorEvidence     = "evidence"
+	// A probe of a storage port (Governor.StoragePort) that connected, or did not.
+	governorStorageOpen   = "storage_open"
+	governorStorageClosed = "storage_closed"
 )
 
 // governorObserver is obs, for the governor, or nil when it observes nothing of the governor

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,9 @@ import (
 type partialNet struct {
 	back      string // "ip:port" of the host that comes back
 	ready     time.Time
+	down      time.Time     // when the outage began: every storage port accepts before
+	lead      time.Duration // back's storage port accepts this long before ready; < 0: never
+	probes    atomic.Int64  // storage probes from down until ours was back
 	dials     atomic.Int64
 	outage    atomic.Int64 // dials before ready
 	mu        sync.Mutex
@@ -44,10 +48,26 @@ func (n *partialNet) DialHost(_ context.Context, h *gocql.HostInfo) (*gocql.Dial
 	return &gocql.DialedHost{}, nil
 }
 
+// probe is a storage probe (dialGovernor.probe): every storage port accepts until the outage,
+// then only back's, from lead before ready on.
+func (n *partialNet) probe(_ context.Context, addr string) error {
+	now := time.Now()
+	if now.Before(n.down) {
+		return nil
+	}
+	n.probes.Add(1)
+	b, _ := netip.ParseAddrPort(n.back)
+	if n.lead >= 0 && addr == netip.AddrPortFrom(b.Addr(), 7000).String() && !now.Before(n.ready.Add(-n.lead)) {
+		return nil
+	}
+	return errRefusedSim
+}
+
 type partialResult struct {
 	found, oursBack, poolBack time.Duration // after the host was ready
 	dials                     int64         // real dials from the stop until ours was back
 	outageDials               int64         // real dials from the stop until the host was ready
+	probes                    int64         // storage probes from the stop until ours was back
 }
 
 // simulatePartialReturn is simulateOutage's clients (gocql's control connection sweeping every
@@ -55,16 +75,31 @@ type partialResult struct {
 // evidence), all governed by g, when after a full outage only host back of nodes returns.
 func simulatePartialReturn(t *testing.T, g Governor, nodes, back int, outage, poolPhase time.Duration) partialResult {
 	t.Helper()
-	start := time.Now()
+	return simulateWatchedReturn(t, g, nodes, back, outage, poolPhase, -1)
+}
+
+// simulateWatchedReturn is simulatePartialReturn where back's storage port accepts lead
+// before its CQL port (< 0: never) and every host's accepted before the outage, which begins
+// once the storage watch (g.StoragePort) had time to probe them all.
+func simulateWatchedReturn(t *testing.T, g Governor, nodes, back int, outage, poolPhase, lead time.Duration) partialResult {
+	t.Helper()
 	hosts := make([]*gocql.HostInfo, nodes)
+	seen := make([]string, nodes)
 	for i := range hosts {
-		h, err := hostInfo(Endpoint{Addr: fmt.Sprintf("127.0.0.%d:9042", i+1)})
+		seen[i] = fmt.Sprintf("127.0.0.%d:9042", i+1)
+		h, err := hostInfo(Endpoint{Addr: seen[i]})
 		require.NoError(t, err)
 		hosts[i] = h
 	}
-	net := &partialNet{back: fmt.Sprintf("127.0.0.%d:9042", back+1), ready: start.Add(outage)}
 	gov, err := newDialGovernor(g, 0, func() float64 { return 0.5 }, nil)
 	require.NoError(t, err)
+	var settle time.Duration // the watch probes the hosts up first (virtual time: exact)
+	if g.StoragePort != 0 {
+		settle = 2 * storageTick
+	}
+	start := time.Now().Add(settle)
+	net := &partialNet{back: seen[back], lead: lead, down: start, ready: start.Add(outage)}
+	gov.probe = net.probe
 	evidence := make(chan struct{}, 1)
 	m := gov.join(func(string) {
 		select {
@@ -72,12 +107,15 @@ func simulatePartialReturn(t *testing.T, g Governor, nodes, back int, outage, po
 		default:
 		}
 	}, nil, nil)
+	defer m.Close()
+	m.Connected(seen)
+	time.Sleep(settle)
 	gocqlDialer := &observedDialer{inner: newGovDialer(gov, net), g: gov}
 	ourDialer := &ownHostDialer{g: gov, inner: net}
 	m.Lost("127.0.0.1:9042")
 	ctx := context.Background()
 	var oursBack, poolBack time.Time
-	var dialsAtBack int64
+	var dialsAtBack, probesAtBack int64
 	var wg sync.WaitGroup
 	wg.Go(func() { // gocql's control connection
 		for {
@@ -106,7 +144,7 @@ func simulatePartialReturn(t *testing.T, g Governor, nodes, back int, outage, po
 		for n := 1; ; n++ {
 			for _, h := range hosts {
 				if _, err := ourDialer.DialHost(ctx, h); err == nil {
-					oursBack, dialsAtBack = time.Now(), net.dials.Load()
+					oursBack, dialsAtBack, probesAtBack = time.Now(), net.dials.Load(), net.probes.Load()
 					a, _ := hostAddrPort(h)
 					m.Connected([]string{a.String()})
 					return
@@ -121,7 +159,7 @@ func simulatePartialReturn(t *testing.T, g Governor, nodes, back int, outage, po
 		}
 	})
 	wg.Wait()
-	return partialResult{found: net.firstConn.Sub(net.ready), oursBack: oursBack.Sub(net.ready), poolBack: poolBack.Sub(net.ready), dials: dialsAtBack, outageDials: net.outage.Load()}
+	return partialResult{found: net.firstConn.Sub(net.ready), oursBack: oursBack.Sub(net.ready), poolBack: poolBack.Sub(net.ready), dials: dialsAtBack, outageDials: net.outage.Load(), probes: probesAtBack}
 }
 
 // One node of five back after a 60 s full outage (issue 18, defect 4), each node in turn, six

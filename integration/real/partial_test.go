@@ -28,7 +28,7 @@ import (
 // baseline, nothing asserted of it.
 func TestPartialReturn(t *testing.T) {
 	providers(t, func(t *testing.T, p realcluster.Provider) {
-		kinds := []kind{governed, governedPrompt, gocqlAlone}
+		kinds := []kind{governed, governedWatch, governedPrompt, gocqlAlone}
 		var procs []*process
 		for _, k := range kinds {
 			procs = append(procs, startProcess(t, p, k, nil))
@@ -48,6 +48,9 @@ func TestPartialReturn(t *testing.T) {
 			back := (round + 1) % len(hosts) // neither always the first contact point nor the same
 			ip := hosts[back]
 			begin := time.Now()
+			for _, pr := range procs {
+				pr.markProbes()
+			}
 			down, err := realcluster.StopAll(p, kill)
 			require.NoError(t, err, "round %d: stopping every node", round+1)
 			time.Sleep(restartOutage)
@@ -74,7 +77,7 @@ func TestPartialReturn(t *testing.T) {
 				served[pr.name] = append(served[pr.name], late)
 				n := pr.dials.In(begin, at[i]).Total()
 				dials[pr.name] = append(dials[pr.name], n)
-				lines = append(lines, fmt.Sprintf("%s: served %s after it answered, %d dials from the stop", pr.name, ms(late), n))
+				lines = append(lines, fmt.Sprintf("%s: served %s after it answered, %d dials%s from the stop", pr.name, ms(late), n, pr.probesSince()))
 				if g, ok := governorFor(pr.kind); ok {
 					bound := discoveryBound(g, len(hosts), ready.Sub(pr.cc.Status().LastLossAt), discoveryMargin) + dataPathWithin
 					assert.LessOrEqual(t, late, bound, "%s %s round %d: the node back alone served after it answered", p.Name(), pr.name, round+1)

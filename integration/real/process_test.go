@@ -115,9 +115,30 @@ type process struct {
 	hostLog *hostLog
 	conns   *clientprobe.Connects
 
+	probes int64 // the governor's storage probes when a round began (markProbes)
+
 	qmu     sync.Mutex
 	qerrs   []string // distinct pinned-query errors, with the time first seen
 	lastErr map[string]string
+}
+
+// markProbes notes the governor's storage probes so far, for probesSince.
+func (pr *process) markProbes() {
+	if pr.cc != nil {
+		pr.probes = pr.cc.GovernorStats().StorageProbes
+	}
+}
+
+// probesSince returns a clause for a figure line: the storage probes since markProbes, or ""
+// when the process made none (no storage watch).
+func (pr *process) probesSince() string {
+	if pr.cc == nil {
+		return ""
+	}
+	if n := pr.cc.GovernorStats().StorageProbes - pr.probes; n > 0 {
+		return fmt.Sprintf(" and %d storage probes", n)
+	}
+	return ""
 }
 
 // noteQueryErr records a pinned query's error when it differs from the host's last one.
@@ -206,10 +227,11 @@ const (
 	ungoverned
 	governed
 	governedPrompt
+	governedWatch
 )
 
 func (k kind) String() string {
-	return [...]string{"gocql alone", "gocql+cqlcontrol", "gocql+cqlcontrol governed", "gocql+cqlcontrol governed prompt"}[k]
+	return [...]string{"gocql alone", "gocql+cqlcontrol", "gocql+cqlcontrol governed", "gocql+cqlcontrol governed prompt", "gocql+cqlcontrol governed storage watch"}[k]
 }
 
 // promptGovernor is the governor tuned for promptness on a cluster whose nodes come back at
@@ -218,6 +240,11 @@ func (k kind) String() string {
 // times the default's dials early in an outage).
 var promptGovernor = controlconn.Governor{MinInterval: 300 * time.Millisecond, OutageShare: 1.0 / 150}
 
+// watchGovernor is the default governor with the storage watch on (Governor.StoragePort):
+// every provider's nodes listen for internode traffic on realcluster.DefaultStoragePort
+// (cqlsim on none: its hosts stay on the budget).
+var watchGovernor = controlconn.Governor{StoragePort: realcluster.DefaultStoragePort}
+
 // governorFor returns the governor of a process kind, and whether it has one.
 func governorFor(k kind) (controlconn.Governor, bool) {
 	switch k {
@@ -225,6 +252,8 @@ func governorFor(k kind) (controlconn.Governor, bool) {
 		return controlconn.Governor{}, true
 	case governedPrompt:
 		return promptGovernor, true
+	case governedWatch:
+		return watchGovernor, true
 	}
 	return controlconn.Governor{}, false
 }
@@ -274,8 +303,9 @@ func startProcessCadence(t *testing.T, p realcluster.Provider, k kind, cad contr
 		var opts []controlconn.Option
 		switch k {
 		case governed: // New's default, Governor{}: no option
-		case governedPrompt:
-			opts = append(opts, controlconn.WithDialGovernor(promptGovernor))
+		case governedPrompt, governedWatch:
+			g, _ := governorFor(k)
+			opts = append(opts, controlconn.WithDialGovernor(g))
 		default:
 			opts = append(opts, controlconn.WithDialGovernor(controlconn.Governor{Off: true}))
 		}

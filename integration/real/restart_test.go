@@ -46,7 +46,7 @@ const (
 func TestFullRestarts(t *testing.T) {
 	providers(t, func(t *testing.T, p realcluster.Provider) {
 		fullRestarts(t, p, restartCase{
-			kinds: []kind{governed, governedPrompt, ungoverned, gocqlAlone},
+			kinds: []kind{governed, governedWatch, governedPrompt, ungoverned, gocqlAlone},
 			kills: []bool{false, true, false, true, false},
 		})
 	})
@@ -104,6 +104,9 @@ func fullRestarts(t *testing.T, p realcluster.Provider, rc restartCase) {
 			}
 		}
 		begin := time.Now()
+		for _, pr := range procs {
+			pr.markProbes()
+		}
 		down, err := realcluster.StopAll(p, kill)
 		if !assert.NoError(t, err, "restart %d", round+1) {
 			return
@@ -161,7 +164,7 @@ func fullRestarts(t *testing.T, p realcluster.Provider, rc restartCase) {
 				switch pr.kind {
 				case governedPrompt:
 					assert.LessOrEqual(t, late, dataPathWithin, "%s %s restart %d: %s's data path after it answered", name, pr.name, round+1, ip)
-				case governed:
+				case governed, governedWatch:
 					assert.LessOrEqual(t, at.Sub(later(ready, oursAt)), dataPathWithin, "%s %s restart %d: %s's data path after it answered and ours was back", name, pr.name, round+1, ip)
 				}
 			}
@@ -176,7 +179,7 @@ func fullRestarts(t *testing.T, p realcluster.Provider, rc restartCase) {
 			}
 			n := pr.dials.In(begin, end).Total()
 			dials[pr.name] = append(dials[pr.name], n)
-			lines = append(lines, fmt.Sprintf("%s: data path max %s after its host answered, %d dials from the stop until then", pr.name, lateness, n))
+			lines = append(lines, fmt.Sprintf("%s: data path max %s after its host answered, %d dials%s from the stop until then", pr.name, lateness, n, pr.probesSince()))
 		}
 		if t.Failed() && !dumped {
 			dumped = true

@@ -19,6 +19,7 @@ type Config struct {
 	MaxInterval time.Duration
 	Jitter      float64
 	HostBackoff time.Duration
+	StoragePort int // 0: no storage watch
 }
 
 // Verdict is the gate's decision about one dial.
@@ -133,6 +134,15 @@ const (
 	// askWindow: a driver that asked for a pool connection to a returning host this recently
 	// still sets it up (gocql asks every 100 ms while governed).
 	askWindow = 2 * time.Second
+
+	// StorageProbe is the least interval between probes of a watched known-down host's storage
+	// port while ours is down (OutageShare of the outage so far past it, up to MaxInterval;
+	// ±Jitter).
+	StorageProbe = 3 * time.Second
+	// StoragePace is the least interval between real dials of a watched known-down host whose
+	// storage port accepts, while ours is down (OutageShare of the time since it opened past
+	// it, up to MaxInterval): no budget slot.
+	StoragePace = time.Second
 )
 
 // SetupOutcome is how a connection setup (connect, STARTUP, authentication) ended.
@@ -190,6 +200,14 @@ type gateHost struct {
 	booked  bool          // a driver's pool setup was admitted since the host came back
 	ownSlot bool          // ours holds one of the setups in flight
 	waiting bool          // ours was refused while the host returns: SetupDone says when to re-arm it
+
+	// The storage watch (Config.StoragePort): while ours is down, a watched known-down host
+	// gets its real dials by its storage port's state, not from the budget.
+	watched  bool      // its storage port accepted a probe while it was not known down
+	stProbed bool      // probed since it was last marked up (an unwatched host: once per up spell)
+	stOpen   bool      // known down: its storage port accepted the last probe
+	stSince  time.Time // known down: when its storage port was last seen opening (or first closed)
+	stNext   time.Time // known down: its next storage probe
 }
 
 // New returns a gate deciding with cfg, which must have every field set and valid (package
@@ -290,9 +308,14 @@ func (d *DialGate) markUp(h *gateHost, now time.Time, inflight int) (fresh bool)
 		h.startReturn(now, inflight)
 	}
 	fresh = h.accepted != d.epoch
+	h.stProbed, h.stOpen, h.stSince, h.stNext = h.stProbed && !h.down, false, time.Time{}, time.Time{}
 	h.down, h.announced, h.suspect, h.verify, h.failures, h.next, h.accepted = false, false, false, false, 0, time.Time{}, d.epoch
 	return fresh
 }
+
+// storageLed reports whether h is a watched known-down host: while ours is down, its real
+// dials follow its storage port (StorageSeen), not the budget.
+func (h *gateHost) storageLed() bool { return h.down && h.watched }
 
 // forgetSetups forgets h's setups in flight: h is known down, so they will fail or hang.
 func (h *gateHost) forgetSetups() { h.setups, h.waiting, h.ownSlot = 0, false, false }
@@ -380,7 +403,8 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 		return VerdictHostBackoff
 	}
 	v := VerdictHostSlot
-	if proven := d.reachable && !d.presumed; !d.up && !proven {
+	// A watched host's real dials follow its storage port (hostBackoff), not the budget.
+	if proven := d.reachable && !d.presumed; !d.up && !proven && !h.storageLed() {
 		if now.Before(d.nextReal) {
 			if own && !h.down && h.asked != d.epoch {
 				d.ownWait = d.nextReal.Add(d.cfg.MinInterval)
@@ -427,7 +451,7 @@ func (d *DialGate) admit(now time.Time, addr netip.AddrPort, own bool) Verdict {
 // of 12 waited 45 s for its turn, and a host not yet dialled never got one.
 func (d *DialGate) dueLonger(now time.Time, h *gateHost) bool {
 	for _, x := range d.hosts {
-		if x != h && x.asked == d.epoch && now.Sub(x.askedAt) < time.Second && x.accepted != d.epoch &&
+		if x != h && !x.storageLed() && x.asked == d.epoch && now.Sub(x.askedAt) < time.Second && x.accepted != d.epoch &&
 			(!x.down || x.next.Before(h.next) && !x.next.After(now)) {
 			return true
 		}
@@ -696,10 +720,69 @@ func (d *DialGate) hostBackoff(now time.Time, h *gateHost) time.Duration {
 	}
 	b = min(b, d.cfg.MaxInterval)
 	switch {
+	case !d.up && h.watched && h.stOpen:
+		grown := time.Duration(float64(now.Sub(h.stSince)) * d.cfg.OutageShare)
+		return min(max(grown, StoragePace), d.cfg.MaxInterval)
+	case !d.up && h.watched:
+		return d.cfg.MaxInterval // its storage port refuses: its JVM is not listening
 	case !d.up:
 		return min(b, time.Duration(float64(len(d.hosts))*float64(d.interval(now))*(1-d.cfg.Jitter)))
 	case h.announced:
 		return d.cfg.MaxInterval
+	}
+	return b
+}
+
+// StorageDue appends to due the hosts whose storage port is due for a probe at now, and books
+// each probe: a host not known down whose port was never seen accepting, once per up spell;
+// while ours is down, a watched known-down host every StorageProbe (OutageShare of the outage
+// so far past it, up to MaxInterval; ±Jitter). Without Config.StoragePort, none.
+func (d *DialGate) StorageDue(now time.Time, due []netip.AddrPort) []netip.AddrPort {
+	if d.cfg.StoragePort == 0 {
+		return due
+	}
+	for addr, h := range d.hosts {
+		switch {
+		case !h.down && !h.watched && !h.stProbed:
+			h.stProbed = true
+		case h.down && h.watched && !d.up && !now.Before(h.stNext):
+			every := time.Duration(float64(now.Sub(d.downSince)) * d.cfg.OutageShare)
+			every = min(max(every, StorageProbe), d.cfg.MaxInterval)
+			h.stNext = now.Add(time.Duration(float64(every) * (1 + d.cfg.Jitter*(2*d.rand()-1))))
+		default:
+			continue
+		}
+		due = append(due, addr)
+	}
+	return due
+}
+
+// StorageSeen records a probe of addr's storage port at now: accepted, or refused (or timed
+// out). A host not known down whose port accepts is watched from then on: while ours is down
+// and it is known down, a refusal there means its JVM is not listening, so its CQL port
+// cannot be open either, and it gets a real dial only once per MaxInterval; once its port
+// accepts, one at once, then one per StoragePace (OutageShare of the time since it opened
+// past it, up to MaxInterval), its port still probed as before: a JVM still exiting after a
+// graceful stop accepts there for a while, and its dials stop once it refuses again. A port never seen accepting while the host was up (a
+// firewall, a storage port elsewhere) says nothing: that host stays on the budget.
+func (d *DialGate) StorageSeen(now time.Time, addr netip.AddrPort, accepted bool) {
+	h := d.hosts[addr]
+	switch {
+	case h == nil:
+	case !h.down:
+		h.watched = h.watched || accepted
+	case !h.watched:
+	case accepted && !h.stOpen:
+		h.stOpen, h.stSince, h.next = true, now, now
+	case !accepted && (h.stOpen || h.stSince.IsZero()):
+		h.stOpen, h.stSince = false, now
+		h.next = later(h.next, now.Add(d.cfg.MaxInterval))
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
 	return b
 }
