@@ -763,8 +763,9 @@ func (d *DialGate) StorageDue(now time.Time, due []netip.AddrPort) []netip.AddrP
 // cannot be open either, and it gets a real dial only once per MaxInterval; once its port
 // accepts, one at once, then one per StoragePace (OutageShare of the time since it opened
 // past it, up to MaxInterval), its port still probed as before: a JVM still exiting after a
-// graceful stop accepts there for a while, and its dials stop once it refuses again. A port never seen accepting while the host was up (a
-// firewall, a storage port elsewhere) says nothing: that host stays on the budget.
+// graceful stop accepts there for a while, and its dials stop once it refuses again. A port
+// never seen accepting while the host was up (a firewall, a storage port elsewhere) says
+// nothing: that host stays on the budget.
 func (d *DialGate) StorageSeen(now time.Time, addr netip.AddrPort, accepted bool) {
 	h := d.hosts[addr]
 	switch {
